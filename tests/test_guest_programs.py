@@ -1,0 +1,338 @@
+"""Host-side tests for the guest programs in ci/guest.
+
+The programs are built with their Makefile into a temporary directory
+and run at tiny sizes.  Cases that need an ext2 filesystem loop-mount a
+small image and are skipped when mounting is not possible.
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+GUEST = REPO / "ci" / "guest"
+PROGS = ["seedload", "stress", "fillspace", "statfsbench", "createbench",
+         "fsreport"]
+RESULT_RE = re.compile(r"^RESULT( [a-z][a-z0-9_]*=\S+)+$")
+
+
+@pytest.fixture(scope="module")
+def bindir(tmp_path_factory):
+    if not shutil.which("gcc") or not shutil.which("make"):
+        pytest.skip("gcc or make not available")
+    out = tmp_path_factory.mktemp("guest-bin")
+    proc = subprocess.run(["make", "-C", str(GUEST), f"O={out}"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for prog in PROGS:
+        assert os.access(out / prog, os.X_OK), prog
+    return out
+
+
+def run(bindir, prog, *args, timeout=60):
+    return subprocess.run([str(bindir / prog), *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def parse_result(proc, prog):
+    """Check a successful run and return its RESULT line as a dict."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines, "no output"
+    results = [ln for ln in lines if ln.startswith("RESULT ")]
+    assert len(results) == 1, proc.stdout
+    assert lines[-1] == results[0], "RESULT is not the last line"
+    assert RESULT_RE.match(lines[-1]), lines[-1]
+    kv = dict(item.split("=", 1) for item in lines[-1].split()[1:])
+    assert kv["prog"] == prog
+    return kv
+
+
+def assert_fail(proc, *texts):
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "RESULT" not in proc.stdout
+    assert any(ln.startswith("FAIL: ") for ln in proc.stderr.splitlines()), \
+        proc.stderr
+    for text in texts:
+        assert text in proc.stderr, proc.stderr
+
+
+# --- ext2 images ----------------------------------------------------------
+
+def _mount_problem():
+    if os.geteuid() != 0:
+        return "loop mounting needs root"
+    for tool in ("mke2fs", "e2fsck", "dumpe2fs", "mount", "umount"):
+        if not shutil.which(tool):
+            return f"{tool} not available"
+    if not os.path.exists("/dev/loop-control") and \
+            not os.path.exists("/dev/loop0"):
+        return "no loop devices"
+    return None
+
+
+@contextlib.contextmanager
+def ext2_mount(tmp_path, kib=4096, readonly=False, name="ext2"):
+    """Create a small ext2 image and loop-mount it, or skip the test."""
+    problem = _mount_problem()
+    if problem:
+        pytest.skip(problem)
+    img = tmp_path / f"{name}.img"
+    mnt = tmp_path / f"{name}.mnt"
+    mnt.mkdir()
+    subprocess.run(["mke2fs", "-q", "-t", "ext2", "-F", str(img), str(kib)],
+                   check=True, capture_output=True, timeout=60)
+    opts = "loop,ro" if readonly else "loop"
+    proc = subprocess.run(["mount", "-t", "ext2", "-o", opts, str(img),
+                           str(mnt)], capture_output=True, text=True,
+                          timeout=60)
+    if proc.returncode != 0:
+        pytest.skip(f"mount -o loop failed: {proc.stderr.strip()}")
+    try:
+        yield img, mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=60)
+
+
+def e2fsck_clean(img):
+    proc = subprocess.run(["e2fsck", "-fn", str(img)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def dumpe2fs_counts(img):
+    proc = subprocess.run(["dumpe2fs", "-h", str(img)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    fields = dict(re.findall(r"^([A-Za-z ]+):\s+(\S+)", proc.stdout, re.M))
+    return int(fields["Free blocks"]), int(fields["Free inodes"])
+
+
+# --- build ----------------------------------------------------------------
+
+def test_make_clean(bindir, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(bindir, out)
+    proc = subprocess.run(["make", "-C", str(GUEST), f"O={out}", "clean"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for prog in PROGS:
+        assert not (out / prog).exists(), prog
+
+
+@pytest.mark.parametrize("prog", PROGS)
+def test_usage(bindir, prog):
+    proc = run(bindir, prog, "-h")
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("usage: " + prog)
+
+    proc = run(bindir, prog)   # no path argument
+    assert proc.returncode == 2, proc.stderr
+    assert "usage: " + prog in proc.stderr
+    assert "RESULT" not in proc.stdout
+
+    proc = run(bindir, prog, "-Z", "/tmp")
+    assert proc.returncode == 2, proc.stderr
+
+
+@pytest.mark.parametrize("prog,opt", [
+    ("seedload", "-n"), ("seedload", "-m"), ("seedload", "-b"),
+    ("stress", "-p"), ("stress", "-o"), ("stress", "-t"),
+    ("fillspace", "-p"), ("statfsbench", "-T"), ("statfsbench", "-t"),
+    ("createbench", "-n"), ("createbench", "-m"),
+])
+def test_bad_number(bindir, tmp_path, prog, opt):
+    for bad in ("abc", "-1", "12x"):
+        proc = run(bindir, prog, opt, bad, tmp_path)
+        assert proc.returncode == 2, (bad, proc.stderr)
+
+
+# --- seedload -------------------------------------------------------------
+
+def test_seedload_separate_dirs(bindir, tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    kv = parse_result(run(bindir, "seedload", "-n", "2", "-m", "20", *dirs),
+                      "seedload")
+    assert kv["tasks"] == "2"
+    assert kv["blocks"] == "2"
+    assert kv["iters"] == "20"
+    assert int(kv["ops"]) == 2 * 20
+    assert int(kv["elapsed_ns"]) > 0
+    assert float(kv["ops_per_s"]) > 0
+    for d in dirs:
+        assert list(d.iterdir()) == []
+
+
+def test_seedload_shared_dir(bindir, tmp_path):
+    kv = parse_result(run(bindir, "seedload", "-n", "3", "-m", "10",
+                          "-b", "1024", tmp_path, tmp_path, tmp_path),
+                      "seedload")
+    assert kv["tasks"] == "3"
+    assert kv["blocksize"] == "1024"
+    assert int(kv["ops"]) == 3 * 10
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seedload_defaults(bindir, tmp_path):
+    kv = parse_result(run(bindir, "seedload", "-m", "5", tmp_path),
+                      "seedload")
+    assert kv["blocks"] == "9" and kv["blocksize"] == "4096"
+
+
+def test_seedload_missing_dir(bindir, tmp_path):
+    missing = tmp_path / "nope"
+    proc = run(bindir, "seedload", "-m", "1", tmp_path, missing)
+    assert_fail(proc, f"{missing}/seed.1", "No such file or directory")
+    # The other task still cleaned up after itself.
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_seedload_not_a_dir(bindir, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert_fail(run(bindir, "seedload", "-m", "1", f), "Not a directory")
+
+
+# --- createbench ----------------------------------------------------------
+
+def test_createbench(bindir, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    kv = parse_result(run(bindir, "createbench", "-n", "10", "-m", "3",
+                          a, a, b), "createbench")
+    assert kv["tasks"] == "3"
+    assert kv["files"] == "10" and kv["iters"] == "3"
+    assert int(kv["ops"]) == 3 * 3 * 10 * 2
+    assert float(kv["ops_per_s"]) > 0
+    assert list(a.iterdir()) == [] and list(b.iterdir()) == []
+
+
+def test_createbench_existing_file(bindir, tmp_path):
+    (tmp_path / "c0_3").write_text("in the way")
+    assert_fail(run(bindir, "createbench", "-n", "5", "-m", "1", tmp_path),
+                f"{tmp_path}/c0_3", "File exists")
+
+
+def test_createbench_readonly(bindir, tmp_path):
+    with ext2_mount(tmp_path, readonly=True) as (_, mnt):
+        assert_fail(run(bindir, "createbench", "-n", "2", "-m", "1", mnt),
+                    "Read-only file system")
+
+
+# --- statfsbench / fsreport -----------------------------------------------
+
+def test_statfsbench(bindir, tmp_path):
+    kv = parse_result(run(bindir, "statfsbench", "-T", "2", "-t", "0.2",
+                          tmp_path), "statfsbench")
+    assert kv["threads"] == "2"
+    assert float(kv["seconds"]) == pytest.approx(0.2)
+    calls, elapsed = int(kv["calls"]), int(kv["elapsed_ns"])
+    assert calls > 0
+    assert elapsed >= 0.2e9
+    assert float(kv["ns_per_call"]) == pytest.approx(elapsed * 2 / calls,
+                                                     rel=1e-3)
+    assert float(kv["calls_per_s"]) == pytest.approx(calls * 1e9 / elapsed,
+                                                     rel=1e-3)
+
+
+def test_statfsbench_missing_path(bindir, tmp_path):
+    assert_fail(run(bindir, "statfsbench", "-t", "0.1", tmp_path / "nope"),
+                "statfs", "No such file or directory")
+
+
+def test_fsreport(bindir, tmp_path):
+    kv = parse_result(run(bindir, "fsreport", tmp_path), "fsreport")
+    st = os.statvfs(tmp_path)
+    assert int(kv["bsize"]) > 0
+    assert int(kv["blocks"]) == st.f_blocks
+    assert int(kv["files"]) == st.f_files
+    assert int(kv["bfree"]) <= int(kv["blocks"])
+    assert int(kv["bavail"]) <= int(kv["bfree"])
+    assert int(kv["ffree"]) <= int(kv["files"])
+
+
+def test_fsreport_matches_dumpe2fs(bindir, tmp_path):
+    with ext2_mount(tmp_path) as (img, mnt):
+        (mnt / "data").write_bytes(b"x" * 100000)
+        kv = parse_result(run(bindir, "fsreport", mnt), "fsreport")
+    assert kv["bsize"] == "1024"
+    assert (int(kv["bfree"]), int(kv["ffree"])) == dumpe2fs_counts(img)
+
+
+def test_fsreport_missing_path(bindir, tmp_path):
+    assert_fail(run(bindir, "fsreport", tmp_path / "nope"),
+                "No such file or directory")
+
+
+# --- stress ---------------------------------------------------------------
+
+def test_stress_ops_limit(bindir, tmp_path):
+    kv = parse_result(run(bindir, "stress", "-p", "2", "-t", "20",
+                          "-o", "300", "-s", "7", tmp_path), "stress")
+    assert kv["tasks"] == "2"
+    assert int(kv["ops"]) == 2 * 300
+    assert kv["seed"] == "7"
+    assert int(kv["enospc"]) == 0
+    assert int(kv["elapsed_ns"]) > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stress_time_limit(bindir, tmp_path):
+    kv = parse_result(run(bindir, "stress", "-p", "1", "-t", "0.3",
+                          tmp_path), "stress")
+    assert int(kv["ops"]) > 0
+    assert 0.3e9 <= int(kv["elapsed_ns"]) < 10e9
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stress_needs_a_limit(bindir, tmp_path):
+    assert run(bindir, "stress", "-t", "0", tmp_path).returncode == 2
+
+
+def test_stress_missing_dir(bindir, tmp_path):
+    assert_fail(run(bindir, "stress", "-o", "10", tmp_path / "nope"),
+                f"{tmp_path}/nope/shared", "No such file or directory")
+
+
+def test_stress_enospc_on_ext2(bindir, tmp_path):
+    with ext2_mount(tmp_path, kib=1024) as (img, mnt):
+        kv = parse_result(run(bindir, "stress", "-p", "2", "-o", "1500",
+                              "-s", "1", mnt), "stress")
+        assert int(kv["ops"]) == 3000
+        assert int(kv["enospc"]) > 0
+        assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]
+    e2fsck_clean(img)
+
+
+# --- fillspace ------------------------------------------------------------
+
+def test_fillspace_ext2(bindir, tmp_path):
+    with ext2_mount(tmp_path) as (img, mnt):
+        kv = parse_result(run(bindir, "fillspace", "-p", "2", mnt),
+                          "fillspace")
+        assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]
+    assert kv["tasks"] == "2"
+    assert int(kv["files"]) >= 2
+    before = int(kv["bfree_before"])
+    # Nearly all free blocks were used (root may use reserved blocks).
+    assert int(kv["bytes"]) >= (before - 200) * 1024 * 0.9
+    assert int(kv["bfree_full"]) < before // 20
+    assert int(kv["bavail_full"]) <= 16
+    assert kv["bfree_after"] == kv["bfree_before"]
+    assert kv["ffree_after"] == kv["ffree_before"]
+    assert (before, int(kv["ffree_after"])) == dumpe2fs_counts(img)
+    e2fsck_clean(img)
+
+
+def test_fillspace_readonly(bindir, tmp_path):
+    with ext2_mount(tmp_path, readonly=True) as (_, mnt):
+        assert_fail(run(bindir, "fillspace", "-p", "1", mnt),
+                    f"{mnt}/fill0", "Read-only file system")

@@ -1,0 +1,73 @@
+"""Command-line front end: `tools/fork VERB ...`, one module per verb."""
+
+import argparse
+import importlib
+import sys
+
+from .common import ForkError
+
+# verb -> module (tools/forkkit/cmd_<module>.py)
+VERBS = [
+    ("setup", "setup"),
+    ("import", "import"),
+    ("branches", "branches"),
+    ("save", "save"),
+    ("build", "build"),
+    ("boot", "boot"),
+    ("check", "check"),
+    ("bench", "bench"),
+    ("export", "export"),
+    ("maintainers", "maintainers"),
+    ("rebase", "rebase"),
+    ("bisect", "bisect"),
+]
+
+
+def load(module):
+    try:
+        return importlib.import_module("forkkit.cmd_%s" % module)
+    except ModuleNotFoundError as exc:
+        if exc.name == "forkkit.cmd_%s" % module:
+            return None
+        raise
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="fork",
+        description="Maintain the ext2 scalability series on Debian kernel snapshots: "
+                    "import, lay out topic branches, build, boot and check every commit "
+                    "in QEMU, benchmark, export for the mailing list, rebase, bisect.")
+    sub = p.add_subparsers(dest="verb", metavar="VERB")
+    for verb, module in VERBS:
+        mod = load(module)
+        if mod is None:
+            continue
+        sp = sub.add_parser(verb, help=mod.HELP, description=mod.__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(sp)
+        sp.set_defaults(func=mod.main)
+    return p
+
+
+def main(argv):
+    p = parser()
+    args, rest = p.parse_known_args(argv)
+    if not getattr(args, "verb", None):
+        p.print_help()
+        return 2
+    if rest:
+        if getattr(args, "accepts_rest", False) and rest[0] == "--":
+            args.rest = rest[1:]
+        elif getattr(args, "accepts_rest", False):
+            args.rest = rest
+        else:
+            p.error("unrecognized arguments: %s" % " ".join(rest))
+    try:
+        return args.func(args) or 0
+    except ForkError as exc:
+        print("fork %s: error: %s" % (args.verb, exc), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fork %s: interrupted" % args.verb, file=sys.stderr)
+        return 130

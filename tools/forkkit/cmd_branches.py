@@ -1,0 +1,174 @@
+"""branches: lay out one stacked topic branch per patch of a stored series.
+
+``topic/<name>`` (``backport/<ver>/<name>`` for a backport) is the previous
+topic plus its one patch; ``series/<ver>`` is the top.  Commits are made
+without touching any work tree (``git apply --cached`` into a scratch index)
+and with the patch's author and date as committer, so the same series gives
+the same commit ids anywhere.
+
+A branch is only moved when everything on it is either what this command laid
+out last time or a commit that is in the stored series (same patch-id).
+Anything else is refused with the commits named, and nothing changes.
+"""
+
+import os
+import shutil
+import tempfile
+
+from . import series as series_mod
+from .common import (ForkError, Progress, ensure_dir, git, ktree, require_ktree, rev_parse, run,
+                     wpath)
+
+HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
+
+LAID = "refs/fork/laid/"
+PREV = "refs/fork/prev/"
+
+
+def add_arguments(p):
+    p.add_argument("--series", default=series_mod.PRIMARY,
+                   help="series directory (default: patches; e.g. backports/6.1)")
+
+
+def mailinfo(patch):
+    """Parse a format-patch file: (author, email, date, message)."""
+    tmp = tempfile.mkdtemp(prefix="mailinfo-", dir=ensure_dir(wpath("tmp")))
+    try:
+        msg = os.path.join(tmp, "msg")
+        body = os.path.join(tmp, "patch")
+        with open(patch, "rb") as fh:
+            data = fh.read()
+        proc = run(["git", "mailinfo", "-k", msg, body], input=data, cwd=tmp)
+        info = {}
+        for line in proc.stdout.decode(errors="replace").splitlines():
+            if ": " in line:
+                k, v = line.split(": ", 1)
+                info[k] = v
+        with open(msg, errors="replace") as fh:
+            text = fh.read().strip()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not info.get("Subject"):
+        raise ForkError("%s is not a git format-patch file (no Subject:)" % patch)
+    message = info["Subject"] + ("\n\n" + text if text else "") + "\n"
+    return info.get("Author", ""), info.get("Email", ""), info.get("Date", ""), message
+
+
+def patch_files(patch):
+    proc = run(["git", "apply", "--numstat", patch], cwd=ktree(), check=False)
+    return [line.split("\t")[-1] for line in (proc.stdout or "").splitlines() if "\t" in line]
+
+
+def apply_patch(parent, patch):
+    """Commit `patch` on top of `parent` without a work tree; return the id."""
+    author, email, date, message = mailinfo(patch)
+    tmp = tempfile.mkdtemp(prefix="apply-", dir=ensure_dir(wpath("tmp")))
+    try:
+        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        git(["read-tree", parent], env=env)
+        proc = run(["git", "apply", "--cached", patch], cwd=ktree(), env=env, check=False)
+        if proc.returncode != 0:
+            raise ForkError("patch %s does not apply on %s (files: %s):\n%s\n"
+                            "Fix the patch (or rebase the series with `tools/fork rebase`); "
+                            "no branch was changed."
+                            % (os.path.relpath(patch), parent[:12],
+                               ", ".join(patch_files(patch)) or "?",
+                               proc.stderr.strip()))
+        tree = git(["write-tree"], env=env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    ident = {
+        "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": email, "GIT_AUTHOR_DATE": date,
+        "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": email, "GIT_COMMITTER_DATE": date,
+    }
+    return git(["commit-tree", tree, "-p", parent, "-F", "-"], env=ident, input=message)
+
+
+def patch_id_of_file(patch):
+    with open(patch, "rb") as fh:
+        out = run(["git", "patch-id", "--stable"], input=fh.read(), cwd=ktree()).stdout
+    return out.decode().split()[0] if out.strip() else None
+
+
+def patch_id_of_commit(commit):
+    diff = run(["git", "show", "--format=", commit], cwd=ktree()).stdout
+    out = run(["git", "patch-id", "--stable"], input=diff.encode(), cwd=ktree()).stdout
+    return out.decode().split()[0] if out.strip() else None
+
+
+def branch_tip(branch):
+    return git(["rev-parse", "--verify", "-q", "refs/heads/" + branch], check=False) or None
+
+
+def foreign_commits(branch, base, known_ids):
+    """Commits on `branch` (not in `base`) that the stored series lacks."""
+    tip = branch_tip(branch)
+    if tip is None:
+        return []
+    laid = git(["rev-parse", "--verify", "-q", LAID + branch], check=False)
+    if laid == tip:
+        return []
+    out = []
+    for c in git(["rev-list", "--reverse", tip, "--not", base]).split():
+        if patch_id_of_commit(c) not in known_ids:
+            out.append(c)
+    return out
+
+
+def checked_out_branch():
+    return git(["symbolic-ref", "-q", "HEAD"], check=False)
+
+
+def move_branch(branch, new, log_msg):
+    """Point `branch` at `new`, keeping the old tip under refs/fork/prev/."""
+    old = branch_tip(branch)
+    if old == new:
+        git(["update-ref", LAID + branch, new])
+        return False
+    if old:
+        git(["update-ref", PREV + branch, old])
+    if checked_out_branch() == "refs/heads/" + branch:
+        from .common import require_clean
+        require_clean(ktree())
+        git(["reset", "-q", "--keep", new])
+    else:
+        git(["update-ref", "-m", log_msg, "refs/heads/" + branch, new] + ([old] if old else []))
+    git(["update-ref", LAID + branch, new])
+    return True
+
+
+def lay_out(series, out=print, quiet=False):
+    """Create/update the branches of `series`; return the head commit."""
+    prog = Progress("branches")
+    require_ktree()
+    base = rev_parse(series.distro_branch)
+    topics = series.topics()
+    known = {patch_id_of_file(p) for p, _ in topics}
+    # First refuse, before anything moves.
+    problems = []
+    for branch in [b for _, b in topics] + [series.head_branch]:
+        for c in foreign_commits(branch, base, known):
+            problems.append("  %s: %s %s" % (branch, c[:12], git(["log", "-1", "--format=%s", c])))
+    if problems:
+        raise ForkError("these branches hold commits that are not in %s/, so they were left "
+                        "alone:\n%s\nSave them into the repo with `tools/fork save` (from the "
+                        "series branch), or keep them under another name "
+                        "(`git -C %s branch keep/<name> <branch>`) and rerun. Nothing was changed."
+                        % (series.rel, "\n".join(problems), ktree()))
+    prev = base
+    laid = []
+    for patch, branch in topics:
+        prev = apply_patch(prev, patch)
+        laid.append((branch, prev))
+    laid.append((series.head_branch, prev))
+    for branch, commit in laid:
+        moved = move_branch(branch, commit, "fork branches %s" % series.rel)
+        if not quiet:
+            prog.say("%-50s %s%s" % (branch, commit[:12], "" if moved else " (unchanged)"))
+    out(prev)
+    return prev
+
+
+def main(args):
+    lay_out(series_mod.Series(args.series))
+    return 0

@@ -1,0 +1,313 @@
+"""build: out-of-tree build of one revision with the project's config.
+
+The revision is checked out (detached) in a private git worktree,
+``work/src``, so the user's own checkout is never touched and switching
+between neighbouring commits rebuilds only what changed.  Objects go to
+``work/build/<major.minor>-<flavour>`` (``O=``), compiled through ccache.
+
+The config is ``make allnoconfig`` with the fragments of ``ci/kconfig/``
+forced on (``base.config``, plus ``debug.config`` or ``lockstat.config`` for
+those flavours); afterwards every option a fragment asks for is asserted,
+naming the option that did not stick.
+
+As ktest's PATCHCHECK does, the files a commit touches are recompiled with
+``W=1`` (and sparse, ``C=1``, when installed): a warning located in one of
+those files fails the build.
+"""
+
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import time
+
+from .common import (REPO, ForkError, Progress, cpu_count, ensure_dir, git, ktree, new_log,
+                     require_ktree, rev_parse, run, tail, wpath)
+
+HELP = "build a revision (default: series head) out of tree with ccache"
+
+FLAVOURS = {
+    "base": ["base.config"],
+    "debug": ["base.config", "debug.config"],
+    "lockstat": ["base.config", "lockstat.config"],
+}
+BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
+              ("bc", "bc"), ("cpio", "cpio")]
+
+
+def add_arguments(p):
+    p.add_argument("rev", nargs="?", help="revision (default: series/<ver> of the primary series)")
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
+                   help="config flavour (default: base)")
+    p.add_argument("--no-patchcheck", action="store_true",
+                   help="skip the W=1/sparse recompile of the files the commit touches")
+    p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: CPUs)")
+
+
+class BuildResult:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def check_deps():
+    for prog, pkg in BUILD_DEPS:
+        if not shutil.which(prog):
+            raise ForkError("build dependency %s is missing: run `apt-get install %s` "
+                            "(tools/setup installs all of them)" % (prog, pkg))
+    for header, pkg in (("/usr/include/libelf.h", "libelf-dev"),
+                        ("/usr/include/openssl/ssl.h", "libssl-dev")):
+        if not os.path.exists(header):
+            raise ForkError("build dependency %s is missing (%s): run `apt-get install %s`"
+                            % (pkg, header, pkg))
+
+
+def default_rev():
+    from .series import Series
+    return Series().head_branch
+
+
+class Lock:
+    """An exclusive lock so that two builds never share the src worktree."""
+
+    def __init__(self, name):
+        self.path = os.path.join(ensure_dir(wpath("locks")), name + ".lock")
+
+    def __enter__(self):
+        self.fh = open(self.path, "w")
+        fcntl.flock(self.fh, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def src_tree():
+    return wpath("src")
+
+
+def checkout(commit, log):
+    """Check `commit` out, detached, in the private src worktree."""
+    src = src_tree()
+    if not os.path.exists(os.path.join(src, ".git")):
+        run(["git", "worktree", "prune"], cwd=ktree(), log=log)
+        run(["git", "worktree", "add", "-f", "--detach", src, commit], cwd=ktree(), log=log)
+        return src
+    dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=src)
+    if dirty:
+        raise ForkError("the build worktree %s has local changes (%s): it belongs to the fork "
+                        "kit; commit them in %s instead, then `git -C %s reset --hard` to drop "
+                        "them there" % (src, dirty.splitlines()[0].strip(), ktree(), src))
+    if git(["rev-parse", "HEAD"], cwd=src) != commit:
+        run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
+    return src
+
+
+def parse_fragment(path):
+    """[(symbol, value, if_present)] from a Kconfig fragment."""
+    out = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if_present = "# if-present" in line
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
+            if not m:
+                raise ForkError("%s:%d: not a CONFIG_X=value line: %r" % (path, n, line))
+            out.append((m.group(1), m.group(2), if_present))
+    return out
+
+
+def fragment_options(flavour):
+    opts = []
+    for name in FLAVOURS[flavour]:
+        opts += parse_fragment(os.path.join(REPO, "ci", "kconfig", name))
+    return opts
+
+
+def kconfig_defines(src, symbol):
+    proc = run(["git", "grep", "-q", "-E", r"^\s*(menu)?config %s\s*$" % symbol[len("CONFIG_"):],
+                "HEAD", "--", "*Kconfig*"], cwd=src, check=False)
+    return proc.returncode == 0
+
+
+def read_config(path):
+    cfg = {}
+    with open(path) as fh:
+        for line in fh:
+            line = line.strip()
+            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
+            if m:
+                cfg[m.group(1)] = m.group(2)
+            m = re.match(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$", line)
+            if m:
+                cfg[m.group(1)] = "n"
+    return cfg
+
+
+def assert_config(bdir, src, opts, flavour):
+    cfg = read_config(os.path.join(bdir, ".config"))
+    for sym, want, if_present in opts:
+        if if_present and not kconfig_defines(src, sym):
+            continue
+        got = cfg.get(sym, "n")
+        if got != want:
+            raise ForkError("config option %s=%s (asked for by ci/kconfig, flavour %s) is %s in "
+                            "%s/.config after olddefconfig: one of its `depends on` is not met "
+                            "or the symbol does not exist in this tree; fix the fragment"
+                            % (sym, want, flavour, "not set" if got == "n" else "=" + got, bdir))
+
+
+def make_env():
+    env = {
+        "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2000",
+        "KBUILD_BUILD_USER": "forkkit",
+        "KBUILD_BUILD_HOST": "forkkit",
+        "CCACHE_BASEDIR": os.path.dirname(wpath()),
+        "CCACHE_NOHASHDIR": "true",
+        "CCACHE_SLOPPINESS": "time_macros,include_file_mtime,include_file_ctime",
+    }
+    return env
+
+
+def make_args(src, bdir, jobs):
+    args = ["make", "-s", "-C", src, "O=%s" % bdir, "ARCH=x86_64", "-j%d" % jobs]
+    if shutil.which("ccache"):
+        args.append("CC=ccache gcc")
+    return args
+
+
+def configure(src, bdir, flavour, commit, log, prog):
+    opts = fragment_options(flavour)
+    merged = "".join("%s=%s\n" % (s, v) for s, v, ip in opts
+                     if not ip or kconfig_defines(src, s))
+    kconfigs = "\n".join(line for line in git(["ls-tree", "-r", commit], cwd=src).splitlines()
+                          if "/Kconfig" in line or "\tKconfig" in line)
+    key = hashlib.sha256((merged + kconfigs).encode()).hexdigest()
+    stamp = os.path.join(bdir, ".fork-config-key")
+    if os.path.exists(os.path.join(bdir, ".config")) and os.path.exists(stamp) \
+            and open(stamp).read() == key:
+        return
+    prog.say("configuring %s (allnoconfig + %s)" % (bdir, " + ".join(FLAVOURS[flavour])))
+    frag = os.path.join(bdir, "fork.config")
+    with open(frag, "w") as fh:
+        fh.write(merged)
+    run(make_args(src, bdir, 1) + ["KCONFIG_ALLCONFIG=%s" % frag, "allnoconfig"],
+        env=make_env(), log=log)
+    run(make_args(src, bdir, 1) + ["olddefconfig"], env=make_env(), log=log)
+    assert_config(bdir, src, opts, flavour)
+    with open(stamp, "w") as fh:
+        fh.write(key)
+
+
+WARN_RE = re.compile(r"^(?:\.\./)*(?:[^\s:]*/src/)?([^\s:]+):(\d+):(?:\d+:)? (?:warning|error): (.*)$")
+
+
+def touched_files(commit, src):
+    parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
+    if not parents:
+        return []
+    return git(["diff-tree", "--no-commit-id", "--name-only", "-r", parents[0], commit],
+               cwd=src).split()
+
+
+def patchcheck(src, bdir, commit, jobs, log, prog):
+    """Recompile objects of touched files with W=1 (+sparse); return warnings."""
+    files = touched_files(commit, src)
+    objs = set()
+    for f in files:
+        if f.endswith(".c"):
+            cands = [f]
+        elif f.endswith(".h"):
+            d = os.path.dirname(f)
+            cands = [os.path.join(d, x) for x in os.listdir(os.path.join(src, d))
+                     if x.endswith(".c")] if d and os.path.isdir(os.path.join(src, d)) else []
+        else:
+            continue
+        for c in cands:
+            if os.path.exists(os.path.join(bdir, c[:-2] + ".o")):
+                objs.add(c[:-2] + ".o")
+    if not objs:
+        return []
+    prog.say("patchcheck: W=1%s on %d objects of touched files"
+             % (" + sparse" if shutil.which("sparse") else "", len(objs)))
+    for o in objs:
+        try:
+            os.unlink(os.path.join(bdir, o))
+        except OSError:
+            pass
+    args = make_args(src, bdir, jobs) + ["W=1"]
+    if shutil.which("sparse"):
+        args.append("C=1")
+    proc = run(args + sorted(objs), env=make_env(), cwd=src, check=False)
+    out = (proc.stdout or "") + (proc.stderr or "")
+    with open(log, "a") as fh:
+        fh.write("$ patchcheck %s\n%s\n" % (" ".join(sorted(objs)), out))
+    warnings = []
+    touched = set(files)
+    for line in out.splitlines():
+        m = WARN_RE.match(line.strip())
+        if m and m.group(1) in touched:
+            warnings.append(line.strip())
+    if proc.returncode != 0 and not warnings:
+        warnings.append("recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:]))
+    return warnings
+
+
+def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None):
+    prog = prog or Progress("build")
+    check_deps()
+    require_ktree()
+    rev = rev or default_rev()
+    commit = rev_parse(rev)
+    tree = git(["rev-parse", commit + "^{tree}"])
+    jobs = jobs or cpu_count()
+    log = new_log("build-%s" % commit[:12])
+    with Lock("build"):
+        t0 = time.monotonic()
+        src = checkout(commit, log)
+        mk = git(["show", commit + ":Makefile"], cwd=src)
+        ver = ".".join(re.search(r"^%s = (\d+)$" % k, mk, re.M).group(1)
+                       for k in ("VERSION", "PATCHLEVEL"))
+        bdir = ensure_dir(wpath("build", "%s-%s" % (ver, flavour)))
+        prog.say("building %s (%s) flavour %s in %s (log: %s)"
+                 % (rev, commit[:12], flavour, bdir, log))
+        configure(src, bdir, flavour, commit, log, prog)
+        image = os.path.join(bdir, "arch", "x86", "boot", "bzImage")
+        stamp = os.path.join(bdir, ".fork-built")
+        warnings = []
+        if os.path.exists(image) and os.path.exists(stamp) and open(stamp).read() == tree:
+            prog.say("already built (tree %s)" % tree[:12])
+        else:
+            if os.path.exists(stamp):
+                os.unlink(stamp)
+            prog.say("make -j%d bzImage" % jobs)
+            try:
+                run(make_args(src, bdir, jobs) + ["bzImage"], env=make_env(), log=log)
+            except ForkError:
+                raise ForkError("build of %s (%s) failed:\n%s\nfull log: %s"
+                                % (rev, commit[:12], error_lines(log), log))
+            if do_patchcheck:
+                warnings = patchcheck(src, bdir, commit, jobs, log, prog)
+                if warnings:
+                    raise ForkError("warnings in files %s touches (W=1/sparse):\n%s\nfull log: %s"
+                                    % (commit[:12], "\n".join(warnings[:20]), log))
+            with open(stamp, "w") as fh:
+                fh.write(tree)
+        secs = time.monotonic() - t0
+        prog.say("done in %.1fs: %s" % (secs, image))
+    return BuildResult(rev=rev, commit=commit, tree=tree, flavour=flavour, bdir=bdir,
+                       image=image, log=log, seconds=secs, warnings=warnings, version=ver)
+
+
+def error_lines(log):
+    lines = [l.rstrip() for l in open(log, errors="replace") if "error" in l.lower()]
+    return "\n".join(lines[:15]) or tail(log, 20)
+
+
+def main(args):
+    res = build(args.rev, args.config, args.jobs, not args.no_patchcheck)
+    print(res.image)
+    return 0

@@ -1,0 +1,186 @@
+"""import: make a Debian linux-source tarball one reproducible commit.
+
+The commit lands on ``distro/<major.minor>`` in the kernel tree and is
+tagged ``debian/<version>`` (DEP-14 spelling).  Author, committer, dates and
+message are fixed, so the same tarball gives the same commit id anywhere.
+"""
+
+import os
+import re
+import shutil
+import tempfile
+
+from . import series as series_mod
+from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, new_log, run,
+                     sha256_file, wpath)
+
+HELP = "import a Debian linux-source-<ver> tarball as a reproducible commit"
+
+IDENT = {
+    "GIT_AUTHOR_NAME": "Debian linux-source snapshot",
+    "GIT_AUTHOR_EMAIL": "fork-kit@localhost",
+    "GIT_AUTHOR_DATE": "946684800 +0000",
+    "GIT_COMMITTER_NAME": "Debian linux-source snapshot",
+    "GIT_COMMITTER_EMAIL": "fork-kit@localhost",
+    "GIT_COMMITTER_DATE": "946684800 +0000",
+}
+
+
+def add_arguments(p):
+    p.add_argument("version", nargs="?",
+                   help="kernel major.minor (6.12) or package name (linux-source-6.12); "
+                        "default: the primary series' base")
+    p.add_argument("--tarball", help="import this tarball instead of the installed package's "
+                                     "(requires --debian-version)")
+    p.add_argument("--debian-version", help="package version to record with --tarball")
+    p.add_argument("--update", action="store_true",
+                   help="move distro/<ver> to this snapshot when it holds an older one "
+                        "(the old one stays reachable through its debian/ tag)")
+
+
+def src_dir():
+    return os.environ.get("FORK_SRCDIR", "/usr/src")
+
+
+def normalize_version(version):
+    if version is None:
+        return series_mod.Series().kver
+    m = re.match(r"^(?:linux-source-)?(\d+\.\d+)$", version)
+    if not m:
+        raise ForkError("unknown version %r: give major.minor such as 6.12 or a package name "
+                        "such as linux-source-6.12" % version)
+    return m.group(1)
+
+
+def dpkg_version(package):
+    proc = run(["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", package], check=False)
+    out = (proc.stdout or "").strip()
+    if proc.returncode != 0 or not out.startswith("ii"):
+        raise ForkError("package %s is not installed: run `apt-get install %s` "
+                        "(`apt-cache search ^linux-source-` lists the versions Debian has)"
+                        % (package, package))
+    return out.split()[-1]
+
+
+def upstream_of(debian_version):
+    return re.sub(r"-[^-]*$", "", debian_version.split(":")[-1])
+
+
+def expected_base(kver):
+    """The repo's base file for this version, if a series uses it."""
+    for s in series_mod.all_series():
+        if s.kver == kver:
+            return s
+    return None
+
+
+def message(package, version, tarball, sha):
+    return ("Import Debian %s %s\n\n"
+            "Package: %s\nVersion: %s\nUpstream: %s\nTarball: %s\nSHA256: %s\n"
+            % (package, version, package, version, upstream_of(version),
+               os.path.basename(tarball), sha))
+
+
+def recorded_sha(commit):
+    body = git(["log", "-1", "--format=%B", commit])
+    m = re.search(r"^SHA256: ([0-9a-f]{64})$", body, re.M)
+    return m.group(1) if m else None
+
+
+def init_tree(path):
+    if os.path.isdir(os.path.join(path, ".git")):
+        return
+    ensure_dir(path)
+    git(["init", "-q", path], cwd=os.path.dirname(path))
+    git(["config", "core.autocrlf", "false"], cwd=path)
+    git(["config", "gc.auto", "0"], cwd=path)
+
+
+def snapshot_commit(tarball, msg, prog, log):
+    """Extract tarball into a temp dir and write it as a parentless commit."""
+    tmp = tempfile.mkdtemp(prefix="import-", dir=ensure_dir(wpath("tmp")))
+    index = os.path.join(tmp, "index")
+    tree_dir = os.path.join(tmp, "tree")
+    os.mkdir(tree_dir)
+    try:
+        prog.say("extracting %s (log: %s)" % (tarball, log))
+        run(["tar", "-x", "-f", tarball, "-C", tree_dir, "--strip-components=1",
+             "--no-same-owner"], log=log)
+        prog.say("hashing the tree into git")
+        env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": tree_dir}
+        run(["git", "-c", "core.autocrlf=false", "-c", "core.fileMode=true",
+             "add", "-A", "-f", "."], cwd=tree_dir, env=dict(env, GIT_DIR=os.path.join(ktree(), ".git")),
+            log=log)
+        tree = git(["write-tree"], env=env)
+        env = dict(IDENT)
+        commit = git(["commit-tree", tree, "-F", "-"], env=env, input=msg)
+        return commit
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def do_import(version=None, tarball=None, debian_version=None, update=False, out=print):
+    prog = Progress("import")
+    kver = normalize_version(version)
+    package = "linux-source-%s" % kver
+    if tarball:
+        if not debian_version:
+            raise ForkError("--tarball needs --debian-version (the version to record)")
+        if not os.path.isfile(tarball):
+            raise ForkError("tarball %s does not exist" % tarball)
+        pkg_version = debian_version
+    else:
+        pkg_version = dpkg_version(package)
+        tarball = os.path.join(src_dir(), "%s.tar.xz" % package)
+        if not os.path.isfile(tarball):
+            raise ForkError("package %s %s is installed but %s is missing: reinstall it with "
+                            "`apt-get install --reinstall %s`" % (package, pkg_version, tarball,
+                                                                  package))
+    log = new_log("import-%s" % kver)
+    prog.say("checksumming %s" % tarball)
+    sha = sha256_file(tarball)
+    base = expected_base(kver)
+    if base and base.base["sha256"] != sha and not update:
+        raise ForkError(
+            "%s has sha256 %s, but %s/base expects %s (version %s; installed: %s).\n"
+            "Install the version the series was made for (`apt-get install %s=%s`), or move "
+            "the series to this snapshot with `tools/fork rebase --onto %s`."
+            % (tarball, sha, base.rel, base.base["sha256"], base.base["version"], pkg_version,
+               package, base.base["version"], kver))
+    init_tree(ktree())
+    branch = "distro/%s" % kver
+    tag = "debian/%s" % dep14(pkg_version)
+    if git_ok(["rev-parse", "--verify", "-q", "refs/heads/" + branch]):
+        have = git(["rev-parse", "refs/heads/" + branch])
+        if recorded_sha(have) == sha:
+            prog.say("%s already holds this snapshot (%s): nothing to do" % (branch, have[:12]))
+            if not git_ok(["rev-parse", "--verify", "-q", "refs/tags/" + tag]):
+                git(["tag", tag, have])
+            out(have)
+            return have
+        if not update:
+            raise ForkError("%s already holds another snapshot (%s, sha256 %s); nothing changed.\n"
+                            "Use `tools/fork rebase --onto %s` to move the series, or "
+                            "`tools/fork import %s --update` to move only the branch "
+                            "(the old snapshot keeps its debian/ tag)."
+                            % (branch, have[:12], recorded_sha(have), kver, kver))
+    commit = snapshot_commit(tarball, message(package, pkg_version, tarball, sha), prog, log)
+    git(["update-ref", "-m", "fork import %s %s" % (package, pkg_version),
+         "refs/heads/" + branch, commit])
+    existing_tag = git(["rev-parse", "--verify", "-q", "refs/tags/" + tag], check=False)
+    if existing_tag and existing_tag != commit:
+        raise ForkError("tag %s already exists at %s, not at the new import %s: delete or "
+                        "rename that tag first" % (tag, existing_tag[:12], commit[:12]))
+    if not existing_tag:
+        git(["tag", tag, commit])
+    if not git_ok(["rev-parse", "--verify", "-q", "HEAD"]):
+        prog.say("checking out %s in %s" % (branch, ktree()))
+        run(["git", "checkout", "-q", branch], cwd=ktree(), log=log)
+    prog.say("%s = %s, tagged %s" % (branch, commit[:12], tag))
+    out(commit)
+    return commit
+
+
+def main(args):
+    do_import(args.version, args.tarball, args.debian_version, args.update)
+    return 0

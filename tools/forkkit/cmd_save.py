@@ -1,0 +1,100 @@
+"""save: write the kernel tree's series branch back into the repository.
+
+The commits ``distro/<ver>..series/<ver>`` (or ``--from REV``) become the
+series directory's patch files and ``series`` file, via ``git format-patch``
+with stable output (zero From-line id, no version signature, no numbering),
+so saving an unchanged series changes no file.  Then the topic branches are
+laid out again from what was saved.
+
+Uncommitted changes to the series directory in this repository are never
+overwritten: save refuses and says so.
+"""
+
+import os
+import shutil
+import tempfile
+
+from . import series as series_mod
+from .cmd_branches import lay_out
+from .common import (REPO, ForkError, Progress, ensure_dir, git, ktree, require_ktree,
+                     rev_parse, run, wpath)
+
+HELP = "store the series branch's commits as the repo's patch files"
+
+
+def add_arguments(p):
+    p.add_argument("--series", default=series_mod.PRIMARY,
+                   help="series directory (default: patches; e.g. backports/6.1)")
+    p.add_argument("--from", dest="rev", help="revision to save (default: series/<ver>)")
+
+
+def repo_dirty(path):
+    proc = run(["git", "status", "--porcelain", "--", path], cwd=REPO, check=False)
+    if proc.returncode != 0:
+        return ""
+    return proc.stdout.strip()
+
+
+def format_patches(base, head, outdir):
+    git(["format-patch", "-q", "--zero-commit", "--no-signature", "--no-numbered",
+         "--no-cover-letter", "--no-thread", "--subject-prefix=PATCH", "-o", outdir,
+         "%s..%s" % (base, head)])
+    return sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
+
+
+def save(series, rev=None):
+    prog = Progress("save")
+    require_ktree()
+    dirty = repo_dirty(series.path)
+    if dirty:
+        raise ForkError("%s/ has uncommitted changes in this repository:\n%s\n"
+                        "Commit or stash them first; nothing was written."
+                        % (series.rel, dirty))
+    base = rev_parse(series.distro_branch)
+    head = rev_parse(rev or series.head_branch)
+    if git(["merge-base", base, head]) != base:
+        raise ForkError("%s is not based on %s: rebase it there first"
+                        % (rev or series.head_branch, series.distro_branch))
+    if git(["rev-list", "--merges", "%s..%s" % (base, head)]):
+        raise ForkError("%s..%s contains merge commits: a patch series must be linear"
+                        % (series.distro_branch, rev or series.head_branch))
+    tmp = tempfile.mkdtemp(prefix="save-", dir=ensure_dir(wpath("tmp")))
+    try:
+        names = format_patches(base, head, tmp)
+        old = [os.path.basename(p) for p in series.patches]
+        changed = 0
+        for name in names:
+            src = os.path.join(tmp, name)
+            dst = os.path.join(series.path, name)
+            with open(src, "rb") as fh:
+                new_data = fh.read()
+            old_data = None
+            if os.path.exists(dst):
+                with open(dst, "rb") as fh:
+                    old_data = fh.read()
+            if old_data != new_data:
+                shutil.copyfile(src, dst)
+                changed += 1
+                prog.say("wrote %s/%s" % (series.rel, name))
+        for name in old:
+            if name not in names:
+                os.unlink(os.path.join(series.path, name))
+                changed += 1
+                prog.say("removed %s/%s (no longer in the series)" % (series.rel, name))
+        text = "".join(n + "\n" for n in names)
+        series_file = os.path.join(series.path, "series")
+        old_text = open(series_file).read() if os.path.exists(series_file) else None
+        if old_text != text:
+            with open(series_file, "w") as fh:
+                fh.write(text)
+            changed += 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    prog.say("%d patches, %d files changed in %s/" % (len(names), changed, series.rel))
+    lay_out(series_mod.Series(series.rel), out=lambda *_: None)
+    return changed
+
+
+def main(args):
+    save(series_mod.Series(args.series), args.rev)
+    return 0

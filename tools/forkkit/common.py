@@ -1,0 +1,179 @@
+"""Shared plumbing for the fork kit: paths, errors, subprocesses, progress.
+
+Everything here is Python 3 standard library only (Debian's python3).
+"""
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ForkError(Exception):
+    """An error the user can act on: the message says what to do."""
+
+
+def workdir():
+    """The git-ignored directory holding the kernel tree, builds and logs."""
+    return os.path.abspath(os.environ.get("FORK_WORKDIR") or os.path.join(REPO, "work"))
+
+
+def ktree():
+    """The kernel git tree (a normal checkout the user may work in)."""
+    return os.path.abspath(os.environ.get("FORK_KTREE") or os.path.join(workdir(), "linux"))
+
+
+def wpath(*parts):
+    path = os.path.join(workdir(), *parts)
+    return path
+
+
+def ensure_dir(path):
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def logs_dir():
+    return ensure_dir(wpath("logs"))
+
+
+def new_log(kind):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = os.path.join(logs_dir(), "%s-%s" % (kind, stamp))
+    path = base + ".log"
+    n = 1
+    while os.path.exists(path):
+        path = "%s.%d.log" % (base, n)
+        n += 1
+    return path
+
+
+class Progress:
+    """One line per stage with elapsed time (since the verb started)."""
+
+    def __init__(self, verb, stream=None):
+        self.verb = verb
+        self.t0 = time.monotonic()
+        self.stream = stream or sys.stderr
+
+    def elapsed(self):
+        return time.monotonic() - self.t0
+
+    def say(self, msg):
+        print("[%7.1fs] %s: %s" % (self.elapsed(), self.verb, msg), file=self.stream, flush=True)
+
+
+def which(prog, package):
+    path = shutil.which(prog)
+    if not path:
+        raise ForkError("%s not found: install it with `apt-get install %s` "
+                        "(or run tools/setup)" % (prog, package))
+    return path
+
+
+def run(cmd, cwd=None, env=None, log=None, check=True, input=None, timeout=None,
+        capture=True):
+    """Run a command. With log=PATH, append stdout+stderr to that file.
+
+    Returns the CompletedProcess; with check=True a failure raises ForkError
+    quoting the command and (the tail of) its output.
+    """
+    full_env = None
+    if env:
+        full_env = dict(os.environ)
+        full_env.update(env)
+    if log:
+        with open(log, "a") as fh:
+            fh.write("$ %s\n" % " ".join(shlex.quote(c) for c in cmd))
+            fh.flush()
+            proc = subprocess.run(cmd, cwd=cwd, env=full_env, stdout=fh, stderr=subprocess.STDOUT,
+                                  input=input, timeout=timeout,
+                                  text=isinstance(input, str) or input is None)
+        if check and proc.returncode != 0:
+            raise ForkError("command failed (exit %d): %s\n%s\nfull log: %s" % (
+                proc.returncode, " ".join(cmd), tail(log, 25), log))
+        return proc
+    kw = {}
+    if capture:
+        kw = dict(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.run(cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
+                          text=not isinstance(input, bytes), **kw)
+    if check and proc.returncode != 0:
+        out = ((proc.stdout or "") + (proc.stderr or "")).strip() if capture else ""
+        raise ForkError("command failed (exit %d): %s\n%s" % (
+            proc.returncode, " ".join(cmd), out[-3000:]))
+    return proc
+
+
+def tail(path, lines=20):
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def git(args, cwd=None, env=None, check=True, input=None):
+    """Run git in the kernel tree (or cwd); return stdout stripped."""
+    proc = run(["git"] + list(args), cwd=cwd or ktree(), env=env, check=check, input=input)
+    return proc.stdout.strip() if proc.stdout is not None else ""
+
+
+def git_ok(args, cwd=None):
+    proc = run(["git"] + list(args), cwd=cwd or ktree(), check=False)
+    return proc.returncode == 0
+
+
+def rev_parse(rev, cwd=None):
+    proc = run(["git", "rev-parse", "--verify", "-q", rev + "^{commit}"], cwd=cwd or ktree(),
+               check=False)
+    if proc.returncode != 0:
+        raise ForkError("unknown revision '%s' in the kernel tree %s: see `git -C %s branch -a` "
+                        "(run `tools/fork import` and `tools/fork branches` first)"
+                        % (rev, cwd or ktree(), cwd or ktree()))
+    return proc.stdout.strip()
+
+
+def require_ktree():
+    if not os.path.isdir(os.path.join(ktree(), ".git")):
+        raise ForkError("no kernel tree at %s: run `tools/fork import` first" % ktree())
+    return ktree()
+
+
+def tree_is_dirty(path):
+    out = git(["status", "--porcelain", "--untracked-files=no"], cwd=path)
+    return out
+
+
+def require_clean(path, what="kernel work tree"):
+    dirty = tree_is_dirty(path)
+    if dirty:
+        lines = dirty.splitlines()
+        raise ForkError("%s %s has uncommitted changes (%d files, e.g. %s): commit or "
+                        "`git stash` them first; nothing was changed"
+                        % (what, path, len(lines), lines[0].strip()))
+
+
+def dep14(version):
+    """Debian version -> DEP-14 git tag component (~ -> _, : -> %)."""
+    return version.replace("~", "_").replace(":", "%")
+
+
+def cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1

@@ -1,0 +1,117 @@
+"""The series as stored in this repository.
+
+A series directory (``patches/`` for the primary series, ``backports/<ver>/``
+for a backport) holds:
+
+``base``
+    ``key: value`` lines naming the distro snapshot the series applies to:
+    ``package`` (e.g. linux-source-6.12), ``version`` (the Debian package
+    version), ``upstream`` (the kernel.org stable version it corresponds to)
+    and ``sha256`` (of the tarball the package installs).
+``series``
+    the patch files in order, one per line (``#`` starts a comment), quilt
+    style.
+``*.patch``
+    ``git format-patch`` output, one commit each.
+"""
+
+import os
+import re
+
+from .common import REPO, ForkError
+
+
+PRIMARY = "patches"
+
+
+def _read_kv(path):
+    data = {}
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            if ":" not in line:
+                raise ForkError("%s:%d: expected `key: value`, got %r" % (path, n, line))
+            key, value = line.split(":", 1)
+            data[key.strip()] = value.strip()
+    return data
+
+
+def topic_name(patch_file):
+    """0002-ext2-foo-bar.patch -> ext2-foo-bar"""
+    name = os.path.basename(patch_file)
+    name = re.sub(r"\.patch$", "", name)
+    name = re.sub(r"^[0-9]{4}-", "", name)
+    return name
+
+
+class Series:
+    def __init__(self, path=None):
+        self.path = os.path.abspath(os.path.join(REPO, path or PRIMARY))
+        self.rel = os.path.relpath(self.path, REPO)
+        base_file = os.path.join(self.path, "base")
+        if not os.path.isfile(base_file):
+            raise ForkError("no series at %s (missing %s): name a series directory such as "
+                            "`patches` or `backports/6.1`" % (self.rel, base_file))
+        self.base = _read_kv(base_file)
+        for key in ("package", "version", "sha256"):
+            if key not in self.base:
+                raise ForkError("%s: missing `%s:` line" % (base_file, key))
+        self.package = self.base["package"]
+        m = re.match(r"linux-source-(\d+\.\d+)$", self.package)
+        if not m:
+            raise ForkError("%s: package %r is not linux-source-<major.minor>"
+                            % (base_file, self.package))
+        self.kver = m.group(1)
+        self.patches = self._read_series()
+
+    def _read_series(self):
+        series_file = os.path.join(self.path, "series")
+        patches = []
+        if not os.path.exists(series_file):
+            return patches
+        with open(series_file) as fh:
+            for line in fh:
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                full = os.path.join(self.path, line)
+                if not os.path.isfile(full):
+                    raise ForkError("%s lists %s, which does not exist"
+                                    % (series_file, line))
+                patches.append(full)
+        return patches
+
+    @property
+    def is_primary(self):
+        return self.rel == PRIMARY
+
+    @property
+    def distro_branch(self):
+        return "distro/%s" % self.kver
+
+    @property
+    def topic_prefix(self):
+        if self.is_primary:
+            return "topic/"
+        return "backport/%s/" % self.kver
+
+    @property
+    def head_branch(self):
+        return "series/%s" % self.kver
+
+    def topics(self):
+        """[(patch_path, branch_name)] in series order."""
+        return [(p, self.topic_prefix + topic_name(p)) for p in self.patches]
+
+
+def all_series():
+    """The primary series and every backport that has a base file."""
+    out = [Series()]
+    bdir = os.path.join(REPO, "backports")
+    if os.path.isdir(bdir):
+        for ver in sorted(os.listdir(bdir)):
+            if os.path.isfile(os.path.join(bdir, ver, "base")):
+                out.append(Series(os.path.join("backports", ver)))
+    return out
