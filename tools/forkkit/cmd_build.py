@@ -22,8 +22,8 @@ import re
 import shutil
 import time
 
-from .common import (REPO, ForkError, Progress, cpu_count, ensure_dir, git, ktree, new_log,
-                     require_ktree, rev_parse, run, tail, wpath)
+from .common import (ForkError, Progress, cpu_count, ensure_dir, git, ktree, new_log,
+                     repo_root, require_ktree, rev_parse, run, tail, wpath)
 
 HELP = "build a revision (default: series head) out of tree with ccache"
 
@@ -123,7 +123,7 @@ def parse_fragment(path):
 def fragment_options(flavour):
     opts = []
     for name in FLAVOURS[flavour]:
-        opts += parse_fragment(os.path.join(REPO, "ci", "kconfig", name))
+        opts += parse_fragment(os.path.join(repo_root(), "ci", "kconfig", name))
     return opts
 
 
@@ -189,7 +189,7 @@ def configure(src, bdir, flavour, commit, log, prog):
     stamp = os.path.join(bdir, ".fork-config-key")
     if os.path.exists(os.path.join(bdir, ".config")) and os.path.exists(stamp) \
             and open(stamp).read() == key:
-        return
+        return key
     prog.say("configuring %s (allnoconfig + %s)" % (bdir, " + ".join(FLAVOURS[flavour])))
     frag = os.path.join(bdir, "fork.config")
     with open(frag, "w") as fh:
@@ -200,6 +200,7 @@ def configure(src, bdir, flavour, commit, log, prog):
     assert_config(bdir, src, opts, flavour)
     with open(stamp, "w") as fh:
         fh.write(key)
+    return key
 
 
 WARN_RE = re.compile(r"^(?:\.\./)*(?:[^\s:]*/src/)?([^\s:]+):(\d+):(?:\d+:)? (?:warning|error): (.*)$")
@@ -274,11 +275,11 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None):
         bdir = ensure_dir(wpath("build", "%s-%s" % (ver, flavour)))
         prog.say("building %s (%s) flavour %s in %s (log: %s)"
                  % (rev, commit[:12], flavour, bdir, log))
-        configure(src, bdir, flavour, commit, log, prog)
+        built_key = tree + " " + configure(src, bdir, flavour, commit, log, prog)
         image = os.path.join(bdir, "arch", "x86", "boot", "bzImage")
         stamp = os.path.join(bdir, ".fork-built")
         warnings = []
-        if os.path.exists(image) and os.path.exists(stamp) and open(stamp).read() == tree:
+        if os.path.exists(image) and os.path.exists(stamp) and open(stamp).read() == built_key:
             prog.say("already built (tree %s)" % tree[:12])
         else:
             if os.path.exists(stamp):
@@ -295,7 +296,7 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None):
                     raise ForkError("warnings in files %s touches (W=1/sparse):\n%s\nfull log: %s"
                                     % (commit[:12], "\n".join(warnings[:20]), log))
             with open(stamp, "w") as fh:
-                fh.write(tree)
+                fh.write(built_key)
         secs = time.monotonic() - t0
         prog.say("done in %.1fs: %s" % (secs, image))
     return BuildResult(rev=rev, commit=commit, tree=tree, flavour=flavour, bdir=bdir,

@@ -10,7 +10,7 @@ import os
 import stat
 import shutil
 
-from .common import REPO, ForkError, ensure_dir, run, wpath
+from .common import ForkError, ensure_dir, repo_root, run, wpath
 
 BUSYBOX = "/bin/busybox"
 
@@ -56,7 +56,7 @@ class Cpio:
 
 def guest_programs(log=None):
     """Build ci/guest's static programs; return {name: path}."""
-    src = os.path.join(REPO, "ci", "guest")
+    src = os.path.join(repo_root(), "ci", "guest")
     if not os.path.exists(os.path.join(src, "Makefile")):
         return {}
     out = ensure_dir(wpath("guest"))
@@ -77,7 +77,7 @@ def base_archive(extra_files=None, log=None):
         if b"ld-linux" in fh.read(4096 * 4):
             raise ForkError("%s is dynamically linked: install busybox-static "
                             "(`apt-get install busybox-static`)" % BUSYBOX)
-    files = {"/bin/busybox": BUSYBOX, "/init": os.path.join(REPO, "ci", "guest", "init")}
+    files = {"/bin/busybox": BUSYBOX, "/init": os.path.join(repo_root(), "ci", "guest", "init")}
     for name, path in guest_programs(log).items():
         files["/bin/" + name] = path
     for name, path in (extra_files or {}).items():
