@@ -52,17 +52,18 @@ def parser():
 
 def main(argv):
     p = parser()
-    args, rest = p.parse_known_args(argv)
+    after = None
+    if "--" in argv:
+        idx = argv.index("--")
+        argv, after = argv[:idx], argv[idx + 1:]
+    args = p.parse_args(argv)
     if not getattr(args, "verb", None):
         p.print_help()
         return 2
-    if rest:
-        if getattr(args, "accepts_rest", False) and rest[0] == "--":
-            args.rest = rest[1:]
-        elif getattr(args, "accepts_rest", False):
-            args.rest = rest
-        else:
-            p.error("unrecognized arguments: %s" % " ".join(rest))
+    if after is not None:
+        if not getattr(args, "accepts_rest", False):
+            p.error("%s takes no command after --" % args.verb)
+        args.rest = after
     try:
         return args.func(args) or 0
     except ForkError as exc:

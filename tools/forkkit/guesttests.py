@@ -14,9 +14,9 @@ TESTS = {
     # tasks, statfs in between, then the seed workload in two directories.
     "smoke": ("128M", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
-stress -p 2 -o 300 -s 1 /mnt
+stress -p 2 -o 1500 -s 1 /mnt
 mkdir /mnt/a /mnt/b
-seedload -n 9 -m 50 /mnt/a /mnt/b
+seedload -n 9 -m 200 /mnt/a /mnt/b
 rmdir /mnt/a /mnt/b
 fsreport /mnt
 umount /mnt
