@@ -23,17 +23,20 @@ struct seed_conf {
 	uint64_t blocks;
 	uint64_t iters;
 	uint64_t bsize;
+	int keep;		/* leave the last iteration's data in place */
 	uint64_t *end_ns;	/* shared, one per task */
 };
 
 static void print_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: seedload [-n BLOCKS] [-m ITERS] [-b BLOCKSIZE] DIR [DIR...]\n"
+		"usage: seedload [-k] [-n BLOCKS] [-m ITERS] [-b BLOCKSIZE] DIR [DIR...]\n"
 		"  One task per DIR (repeat a DIR to share it).  Each task\n"
 		"  writes BLOCKS blocks (default 9) of BLOCKSIZE bytes\n"
 		"  (default 4096) to DIR/seed.<task> and truncates it to 0,\n"
-		"  ITERS times (default 1000).\n");
+		"  ITERS times (default 1000).  With -k the last iteration's\n"
+		"  data is kept and the file is not removed (to inspect its\n"
+		"  layout afterwards).\n");
 }
 
 static int seed_task(int taskno, void *arg)
@@ -65,6 +68,8 @@ static int seed_task(int taskno, void *arg)
 					(off_t)(b * c->bsize), NULL))
 				fail_errno("pwrite", path);
 		}
+		if (c->keep && i + 1 == c->iters)
+			break;
 		if (ftruncate(fd, 0))
 			fail_errno("ftruncate", path);
 	}
@@ -72,7 +77,7 @@ static int seed_task(int taskno, void *arg)
 
 	if (close(fd))
 		fail_errno("close", path);
-	if (unlink(path))
+	if (!c->keep && unlink(path))
 		fail_errno("unlink", path);
 	free(buf);
 	return 0;
@@ -90,8 +95,11 @@ int main(int argc, char **argv)
 
 	prog_name = "seedload";
 	prog_usage = print_usage;
-	while ((opt = getopt(argc, argv, "hn:m:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "hkn:m:b:")) != -1) {
 		switch (opt) {
+		case 'k':
+			c.keep = 1;
+			break;
 		case 'n':
 			c.blocks = parse_u64(optarg, 'n', 1, 1 << 20);
 			break;

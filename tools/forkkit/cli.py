@@ -18,6 +18,7 @@ VERBS = [
     ("bench", "bench"),
     ("export", "export"),
     ("maintainers", "maintainers"),
+    ("frag", "frag"),
     ("rebase", "rebase"),
     ("bisect", "bisect"),
 ]

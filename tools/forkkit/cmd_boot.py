@@ -20,7 +20,7 @@ import subprocess
 import time
 
 from . import initramfs
-from .cmd_build import build
+from .cmd_build import FLAVOURS, build
 from .common import ForkError, Progress, ensure_dir, new_log, tail, wpath
 
 HELP = "boot a revision in QEMU (TCG) and run a command in the guest"
@@ -48,7 +48,8 @@ EXIT_RE = re.compile(r"FORK-EXIT-STATUS: (\d+)")
 
 def add_arguments(p):
     p.add_argument("rev", nargs="?", help="revision to build and boot (default: series head)")
-    p.add_argument("--config", default="base", help="config flavour: base, debug, lockstat")
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
+                   help="config flavour (default: base)")
     p.add_argument("--kernel", help="boot this bzImage instead of building a revision")
     p.add_argument("--disk", action="append", default=[],
                    help="raw disk image to attach (repeatable; /dev/vda, /dev/vdb, ...)")
@@ -113,6 +114,7 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
               log=None, prog=None, label="boot"):
     """Boot `kernel` with `script` as the guest command; return a BootResult."""
     prog = prog or Progress("boot")
+    qemu_binary()   # before building the initramfs
     log = log or new_log(label)
     base = initramfs.base_archive(log=log + ".initramfs")
     initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n",
@@ -177,6 +179,7 @@ def failure_message(res):
 
 def main(args):
     prog = Progress("boot")
+    qemu_binary()   # fail now, not after a build
     if args.kernel:
         kernel = args.kernel
         if not os.path.isfile(kernel):

@@ -16,8 +16,8 @@ import shutil
 import tempfile
 
 from . import series as series_mod
-from .common import (ForkError, Progress, ensure_dir, git, ktree, require_ktree, rev_parse, run,
-                     wpath)
+from .common import (ForkError, Progress, ensure_dir, git, ktree, require_clean, require_ktree,
+                     rev_parse, run, wpath)
 
 HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
 
@@ -38,7 +38,10 @@ def mailinfo(patch):
         body = os.path.join(tmp, "patch")
         with open(patch, "rb") as fh:
             data = fh.read()
-        proc = run(["git", "mailinfo", "-k", msg, body], input=data, cwd=tmp)
+        # -b: drop the "[PATCH n/m]" that format-patch (and save) put in the
+        # subject, keep any other bracketed text; -k would keep "[PATCH]" in
+        # the commit message, and each save would add another one.
+        proc = run(["git", "mailinfo", "-b", msg, body], input=data, cwd=tmp)
         info = {}
         for line in proc.stdout.decode(errors="replace").splitlines():
             if ": " in line:
@@ -128,7 +131,6 @@ def move_branch(branch, new, log_msg):
     if old:
         git(["update-ref", PREV + branch, old])
     if checked_out_branch() == "refs/heads/" + branch:
-        from .common import require_clean
         require_clean(ktree())
         git(["reset", "-q", "--keep", new])
     else:
@@ -161,6 +163,11 @@ def lay_out(series, out=print, quiet=False):
         prev = apply_patch(prev, patch)
         laid.append((branch, prev))
     laid.append((series.head_branch, prev))
+    # The checked-out branch can only move with a clean work tree: check that
+    # now, before any branch moves.
+    current = checked_out_branch()
+    if any(current == "refs/heads/" + b and branch_tip(b) != c for b, c in laid):
+        require_clean(ktree())
     for branch, commit in laid:
         moved = move_branch(branch, commit, "fork branches %s" % series.rel)
         if not quiet:

@@ -191,6 +191,8 @@ def configure(src, bdir, flavour, commit, log, prog):
             and open(stamp).read() == key:
         return key
     prog.say("configuring %s (allnoconfig + %s)" % (bdir, " + ".join(FLAVOURS[flavour])))
+    if os.path.exists(stamp):
+        os.unlink(stamp)    # a failed configure must not leave a matching stamp behind
     frag = os.path.join(bdir, "fork.config")
     with open(frag, "w") as fh:
         fh.write(merged)
@@ -203,7 +205,10 @@ def configure(src, bdir, flavour, commit, log, prog):
     return key
 
 
-WARN_RE = re.compile(r"^(?:\.\./)*(?:[^\s:]*/src/)?([^\s:]+):(\d+):(?:\d+:)? (?:warning|error): (.*)$")
+# gcc names the source as kbuild passed it: relative to the build dir
+# ("../../src/fs/ext2/inode.c" for O=work/build/<x>), absolute, or plain.
+WARN_RE = re.compile(r"^(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):(?:\d+:)? "
+                     r"(?:warning|error): (.*)$")
 
 
 def touched_files(commit, src):
@@ -259,6 +264,9 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
 
 def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None):
     prog = prog or Progress("build")
+    if flavour not in FLAVOURS:
+        raise ForkError("unknown config flavour %r: choose one of %s"
+                        % (flavour, ", ".join(sorted(FLAVOURS))))
     check_deps()
     require_ktree()
     rev = rev or default_rev()

@@ -20,7 +20,7 @@ import time
 
 from . import guesttests
 from .cmd_boot import failure_message, run_guest
-from .cmd_build import build
+from .cmd_build import FLAVOURS, build
 from .common import (ForkError, Progress, ensure_dir, git, new_log, require_ktree, rev_parse,
                      run, wpath)
 from .series import PRIMARY, Series
@@ -34,7 +34,8 @@ def add_arguments(p):
     p.add_argument("range", nargs="?",
                    help="commit range A..B or one revision (default: the whole series on its base)")
     p.add_argument("--series", default=PRIMARY, help="series directory (default: patches)")
-    p.add_argument("--config", default="base", help="config flavour: base, debug, lockstat")
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
+                   help="config flavour (default: base)")
     p.add_argument("--test", default="smoke", help="guest test: %s" % ", ".join(guesttests.TESTS))
     p.add_argument("--force", action="store_true", help="ignore cached results")
     p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")

@@ -11,8 +11,8 @@ import shutil
 import tempfile
 
 from . import series as series_mod
-from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, new_log, run,
-                     sha256_file, wpath)
+from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, new_log,
+                     require_clean, run, sha256_file, wpath)
 
 HELP = "import a Debian linux-source-<ver> tarball as a reproducible commit"
 
@@ -165,12 +165,22 @@ def do_import(version=None, tarball=None, debian_version=None, update=False, out
                             "(the old snapshot keeps its debian/ tag)."
                             % (branch, have[:12], recorded_sha(have), kver, kver))
     commit = snapshot_commit(tarball, message(package, pkg_version, tarball, sha), prog, log)
-    git(["update-ref", "-m", "fork import %s %s" % (package, pkg_version),
-         "refs/heads/" + branch, commit])
-    existing_tag = git(["rev-parse", "--verify", "-q", "refs/tags/" + tag], check=False)
+    # Refuse before the branch moves (the tag names the version, so it must not
+    # end up on another snapshot).
+    existing_tag = git(["rev-parse", "--verify", "-q", "refs/tags/" + tag + "^{commit}"],
+                       check=False)
     if existing_tag and existing_tag != commit:
         raise ForkError("tag %s already exists at %s, not at the new import %s: delete or "
-                        "rename that tag first" % (tag, existing_tag[:12], commit[:12]))
+                        "rename that tag first; nothing changed"
+                        % (tag, existing_tag[:12], commit[:12]))
+    if git(["symbolic-ref", "-q", "HEAD"], check=False) == "refs/heads/" + branch \
+            and git_ok(["rev-parse", "--verify", "-q", "HEAD"]):
+        # --update of the checked-out branch: move the work tree along with it.
+        require_clean(ktree())
+        run(["git", "reset", "-q", "--keep", commit], cwd=ktree(), log=log)
+    else:
+        git(["update-ref", "-m", "fork import %s %s" % (package, pkg_version),
+             "refs/heads/" + branch, commit])
     if not existing_tag:
         git(["tag", tag, commit])
     if not git_ok(["rev-parse", "--verify", "-q", "HEAD"]):

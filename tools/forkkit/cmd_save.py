@@ -16,7 +16,7 @@ import tempfile
 
 from . import series as series_mod
 from .cmd_branches import lay_out
-from .common import (REPO, ForkError, Progress, ensure_dir, git, ktree, require_ktree,
+from .common import (ForkError, Progress, ensure_dir, git, repo_root, require_ktree,
                      rev_parse, run, wpath)
 
 HELP = "store the series branch's commits as the repo's patch files"
@@ -29,7 +29,7 @@ def add_arguments(p):
 
 
 def repo_dirty(path):
-    proc = run(["git", "status", "--porcelain", "--", path], cwd=REPO, check=False)
+    proc = run(["git", "status", "--porcelain", "--", path], cwd=repo_root(), check=False)
     if proc.returncode != 0:
         return ""
     return proc.stdout.strip()

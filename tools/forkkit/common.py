@@ -11,7 +11,18 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEFAULT_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def repo_root():
+    """The project repository: $FORK_REPO (e.g. a test's scratch repo) or this checkout.
+
+    Read at call time; use this rather than REPO, which is fixed at import.
+    """
+    return os.path.abspath(os.environ.get("FORK_REPO") or DEFAULT_REPO)
+
+
+REPO = repo_root()
 
 
 class ForkError(Exception):
@@ -20,7 +31,7 @@ class ForkError(Exception):
 
 def workdir():
     """The git-ignored directory holding the kernel tree, builds and logs."""
-    return os.path.abspath(os.environ.get("FORK_WORKDIR") or os.path.join(REPO, "work"))
+    return os.path.abspath(os.environ.get("FORK_WORKDIR") or os.path.join(repo_root(), "work"))
 
 
 def ktree():

@@ -95,8 +95,10 @@ def fsck(image, reports=(), log=None):
         with open(log, "a") as fh:
             fh.write("$ e2fsck -fn %s\n%s%s" % (image, proc.stdout, proc.stderr))
     if proc.returncode != 0:
-        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if l.strip()]
-        return "e2fsck -fn exit %d: %s" % (proc.returncode, "; ".join(lines[1:4]))
+        # the problems, not the "Pass N: ..." progress lines or the version banner
+        lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines()
+                 if l.strip() and not re.match(r"(Pass \d+[A-Z]?: |e2fsck \d)", l)]
+        return "e2fsck -fn exit %d: %s" % (proc.returncode, "; ".join(lines[:4]))
     fs = [r for r in reports if r.get("prog") == "fsreport"]
     if fs:
         last = fs[-1]

@@ -18,7 +18,7 @@ for a backport) holds:
 import os
 import re
 
-from .common import REPO, ForkError
+from .common import ForkError, repo_root
 
 
 PRIMARY = "patches"
@@ -48,8 +48,9 @@ def topic_name(patch_file):
 
 class Series:
     def __init__(self, path=None):
-        self.path = os.path.abspath(os.path.join(REPO, path or PRIMARY))
-        self.rel = os.path.relpath(self.path, REPO)
+        repo = repo_root()
+        self.path = os.path.abspath(os.path.join(repo, path or PRIMARY))
+        self.rel = os.path.relpath(self.path, repo)
         base_file = os.path.join(self.path, "base")
         if not os.path.isfile(base_file):
             raise ForkError("no series at %s (missing %s): name a series directory such as "
@@ -109,7 +110,7 @@ class Series:
 def all_series():
     """The primary series and every backport that has a base file."""
     out = [Series()]
-    bdir = os.path.join(REPO, "backports")
+    bdir = os.path.join(repo_root(), "backports")
     if os.path.isdir(bdir):
         for ver in sorted(os.listdir(bdir)):
             if os.path.isfile(os.path.join(bdir, ver, "base")):

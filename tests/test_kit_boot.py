@@ -1,0 +1,188 @@
+"""fork boot without QEMU: console log scanning, the qemu command line, the
+initramfs cpio writer, and the missing-qemu message."""
+
+import os
+import subprocess
+
+import pytest
+
+from forkkit import cmd_boot, initramfs
+from forkkit.common import ForkError
+
+CONSOLE = """\
+# qemu-system-x86_64 -append console=ttyS0 panic=-1
+[    0.000000] Linux version 9.9.1 (forkkit@forkkit)
+[    0.120000] Kernel command line: console=ttyS0 panic=-1 rdinit=/init
+[    0.500000] EXT2-fs (vda): warning: mounting unchecked fs, running e2fsck is recommended
+FORK-GUEST-START 9.9.1 cpus=2
+hello from the guest
+RESULT prog=fsreport bfree=100 ffree=20
+FORK-WARN: cannot unmount /mnt/x
+FORK-EXIT-STATUS: 3
+[    1.000000] reboot: Restarting system
+"""
+
+REPORTS = [
+    "[    2.000000] WARNING: CPU: 1 PID: 42 at fs/ext2/balloc.c:100 ext2_new_blocks+0x1/0x2",
+    "[    2.100000] BUG: kernel NULL pointer dereference, address: 0000000000000008",
+    "[    2.200000] WARNING: possible circular locking dependency detected",
+    "[    2.300000] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100",
+    "[    2.400000] EXT2-fs (vda): error: ext2_check_page: bad entry in directory #2",
+    "[    2.500000] ======================================================",
+]
+
+
+def write(tmp_path, text, name="console.log"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_scan_clean_log(tmp_path):
+    log = write(tmp_path, CONSOLE)
+    assert cmd_boot.scan(log) == (3, [])
+    assert cmd_boot.guest_output(log) == ["hello from the guest",
+                                          "RESULT prog=fsreport bfree=100 ffree=20",
+                                          "FORK-WARN: cannot unmount /mnt/x"]
+
+
+def test_scan_reports_kernel_problems(tmp_path):
+    log = write(tmp_path, CONSOLE + "\n".join(REPORTS) + "\n")
+    rc, problems = cmd_boot.scan(log)
+    assert rc == 3
+    assert problems == REPORTS[:5]
+    res = cmd_boot.BootResult(rc=0, log=log, seconds=1, problems=problems, error=None, output=[])
+    assert not res.ok
+    assert cmd_boot.failure_message(res).startswith(
+        "kernel report in the console log: " + REPORTS[0])
+
+
+@pytest.mark.parametrize("line", [
+    "possible recursive locking detected",
+    "[ 1.0] ==================================================================\n"
+    "[ 1.0] BUG: KASAN: use-after-free in ext2_xattr_get+0x10/0x20",
+    "UBSAN: shift-out-of-bounds in fs/ext2/balloc.c:12:3",
+    "general protection fault, probably for non-canonical address",
+    "INFO: task stress:77 blocked for more than 120 seconds.",
+    "fsreport: counter mismatch: bfree 10 != 12",
+    "VFS: Unable to mount root fs on unknown-block(0,0)",
+    "[ 3.0] Oops: 0002 [#1] PREEMPT SMP",
+    "DEBUG_LOCKS_WARN_ON(1)",
+    "inconsistent lock state",
+])
+def test_scan_other_reports(tmp_path, line):
+    log = write(tmp_path, "FORK-EXIT-STATUS: 0\n" + line + "\n")
+    rc, problems = cmd_boot.scan(log)
+    assert rc == 0 and problems, line
+
+
+def test_scan_without_exit_marker(tmp_path):
+    log = write(tmp_path, "[ 0.1] Linux version 9.9.1\n")
+    assert cmd_boot.scan(log) == (None, [])
+
+
+def test_boot_result_ok_and_messages(tmp_path):
+    log = write(tmp_path, CONSOLE)
+    ok = cmd_boot.BootResult(rc=0, log=log, seconds=1, problems=[], error=None, output=[])
+    assert ok.ok
+    bad = cmd_boot.BootResult(rc=3, log=log, seconds=1, problems=[], error=None, output=[])
+    assert not bad.ok
+    assert cmd_boot.failure_message(bad) == "guest command exited 3 (console log: %s)" % log
+    hung = cmd_boot.BootResult(rc=255, log=log, seconds=1, problems=[], error="guest timed out",
+                               output=[])
+    assert cmd_boot.failure_message(hung) == "guest timed out"
+
+
+def test_qemu_command_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(cmd_boot.shutil, "which", lambda name: "/usr/bin/" + name)
+    disk = tmp_path / "a.img"
+    disk.write_bytes(b"\0" * 512)
+    cmd = cmd_boot.qemu_cmd("bz", "initrd", [str(disk)], 2, "512", False, "quiet")
+    assert cmd[0] == "/usr/bin/qemu-system-x86_64"
+    assert cmd[cmd.index("-accel") + 1] == "tcg,thread=multi"
+    assert cmd[cmd.index("-kernel") + 1] == "bz" and cmd[cmd.index("-initrd") + 1] == "initrd"
+    assert cmd[cmd.index("-append") + 1].endswith("rdinit=/init printk.devkmsg=on quiet")
+    assert "file=%s,format=raw,if=virtio,cache=unsafe" % disk in cmd
+    assert "-no-reboot" in cmd
+    kvm = cmd_boot.qemu_cmd("bz", "initrd", [], 1, "512", True, "")
+    assert kvm[kvm.index("-accel") + 1] == "kvm"
+    with pytest.raises(ForkError, match="disk image .*nope.img does not exist"):
+        cmd_boot.qemu_cmd("bz", "initrd", [str(tmp_path / "nope.img")], 1, "512", False, "")
+
+
+def test_qemu_missing(kit, tmp_path):
+    kernel = tmp_path / "bzImage"
+    kernel.write_bytes(b"not a kernel")
+    path = kit.path_without("qemu-system-x86_64")
+    res = kit.fork("boot", "--kernel", kernel, "--", "true", env={"PATH": path},
+                   subprocess_=True)
+    assert res.rc == 1
+    assert "qemu-system-x86_64 not found" in res.err
+    assert "apt-get install qemu-system-x86" in res.err
+    # checked before anything is built (there is not even a kernel tree)
+    res = kit.fork("boot", env={"PATH": path})
+    assert res.rc == 1
+    assert "apt-get install qemu-system-x86" in res.err
+
+
+def cpio_list(data, tmp_path, verbose=False):
+    p = tmp_path / "list.cpio"
+    p.write_bytes(data)
+    proc = subprocess.run(["cpio", "-t" + ("v" if verbose else ""), "--quiet", "-F", str(p)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_cpio_writer(tmp_path):
+    c = initramfs.Cpio()
+    c.dir("bin")
+    c.file("bin/hello", b"#!/bin/sh\necho hi\n", 0o755)
+    c.file("etc-motd", b"odd length!", 0o644)
+    c.symlink("bin/sh", "busybox")
+    c.chardev("console", 5, 1)
+    data = c.bytes()
+    assert len(data) % 512 == 0
+    assert cpio_list(data, tmp_path) == ["bin", "bin/hello", "etc-motd", "bin/sh", "console"]
+    listing = cpio_list(data, tmp_path, verbose=True)
+    assert listing[1].startswith("-rwxr-xr-x")
+    assert listing[2].startswith("-rw-r--r--")
+    assert listing[3].startswith("lrwxrwxrwx") and listing[3].endswith("bin/sh -> busybox")
+    assert listing[4].startswith("crw-------")
+    # extract (without the device node) and compare contents
+    c2 = initramfs.Cpio()
+    c2.dir("d")
+    c2.file("d/f", b"x" * 1001, 0o600)
+    c2.symlink("d/l", "f")
+    out = tmp_path / "x"
+    out.mkdir()
+    proc = subprocess.run(["cpio", "-i", "-d", "--quiet"], input=c2.bytes(), cwd=str(out),
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "d" / "f").read_bytes() == b"x" * 1001
+    assert os.readlink(out / "d" / "l") == "f"
+
+
+def test_base_archive_and_command(kit, tmp_path):
+    if not os.path.exists(initramfs.BUSYBOX):
+        pytest.skip("busybox-static not installed")
+    base = initramfs.base_archive()
+    assert base.startswith(str(kit.work / "initramfs" / "base-"))
+    assert initramfs.base_archive() == base           # cached
+    names = cpio_list(open(base, "rb").read(), tmp_path)
+    for want in ("bin", "dev/console", "dev/null", "bin/busybox", "init", "fork", "mnt"):
+        assert want in names
+    dest = tmp_path / "initrd.cpio"
+    initramfs.with_command(base, "#!/bin/sh\nuname -a\n", str(dest))
+    data = dest.read_bytes()
+    size = os.path.getsize(base)
+    assert data[:size] == open(base, "rb").read()
+    assert cpio_list(data[size:], tmp_path) == ["fork/cmd"]
+    out = tmp_path / "cmd"
+    out.mkdir()
+    subprocess.run(["cpio", "-i", "-d", "--quiet"], input=data[size:], cwd=str(out), check=True)
+    assert (out / "fork" / "cmd").read_text() == "#!/bin/sh\nuname -a\n"
+    # a changed init makes a new base archive
+    (kit.repo / "ci" / "guest" / "init").write_text("#!/bin/busybox sh\necho changed\n")
+    assert initramfs.base_archive() != base
+    assert not os.path.exists(base)

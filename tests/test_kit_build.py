@@ -1,0 +1,157 @@
+"""fork build, against the fake kernel's Makefile (see conftest.FAKE_MAKEFILE)."""
+
+import pytest
+
+from conftest import BASE_CONFIG
+
+
+def image_of(kit):
+    return kit.work / "build" / "9.9-base" / "arch" / "x86" / "boot" / "bzImage"
+
+
+def builds(kit):
+    f = kit.work / "build" / "9.9-base" / "build-count"
+    return len(f.read_text().splitlines()) if f.exists() else 0
+
+
+def set_fragment(kit, extra=""):
+    (kit.repo / "ci" / "kconfig" / "base.config").write_text(BASE_CONFIG + extra)
+
+
+def test_build_then_already_built(kit):
+    kit.imported()
+    head_before = kit.rev("HEAD")
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 0, res
+    image = image_of(kit)
+    assert res.out.strip() == str(image)
+    config = image.read_text()          # the fake bzImage is the .config
+    assert "CONFIG_EXT2_FS=y" in config and "CONFIG_MODULES=n" in config
+    assert "NOT_IN_THIS_TREE" not in config        # `# if-present`, not in any Kconfig
+    assert builds(kit) == 1
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 0, res
+    assert "already built" in res.err
+    assert builds(kit) == 1
+    # built in the private worktree; the user's checkout is untouched
+    assert kit.git("rev-parse", "HEAD", cwd=kit.work / "src") == kit.rev("distro/9.9")
+    assert kit.rev("HEAD") == head_before
+    assert kit.git("status", "--porcelain") == ""
+
+
+def test_missing_option_is_named(kit):
+    kit.imported()
+    set_fragment(kit, "CONFIG_NEEDS_DEP=y\n")
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 1
+    assert "config option CONFIG_NEEDS_DEP=y" in res.err
+    assert "is not set" in res.err
+    assert "depends on" in res.err
+    assert not image_of(kit).exists()
+
+
+def test_failed_configure_is_not_reused(kit):
+    kit.imported()
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 0
+    set_fragment(kit, "CONFIG_EXTRA=y\nCONFIG_NEEDS_DEP=y\n")
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 1
+    set_fragment(kit)
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 0, res
+    # the .config of the failed attempt must not pass for the good one
+    assert "CONFIG_EXTRA" not in (kit.work / "build" / "9.9-base" / ".config").read_text()
+
+
+def test_config_change_rebuilds(kit):
+    kit.imported()
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 0
+    set_fragment(kit, "CONFIG_EXTRA=y\n")
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 0, res
+    assert "already built" not in res.err
+    assert "CONFIG_EXTRA=y" in image_of(kit).read_text()
+    assert builds(kit) == 2
+
+
+def test_patchcheck_on_touched_files(kit):
+    kit.laid_out()
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 0
+    # series/9.9 touches fs/ext2/inode.c; inode.o exists, so it is rechecked
+    res = kit.fork("build", "-j1")
+    assert res.rc == 0, res
+    assert "patchcheck: W=1" in res.err and "on 1 objects" in res.err
+    assert builds(kit) == 2
+    # a commit that adds a warning in a file it touches fails the build
+    kit.git("checkout", "-q", "-b", "warn", "series/9.9")
+    f = kit.ktree / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text() + "WARNME\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: add a warning")
+    commit = kit.rev("HEAD")
+    res = kit.fork("build", "warn", "-j1")
+    assert res.rc == 1
+    assert "warnings in files %s touches" % commit[:12] in res.err
+    assert "../../src/fs/ext2/balloc.c:2:1: warning: WARNME is not allowed" in res.err
+    # not marked built: the next build tries again; --no-patchcheck skips it
+    res = kit.fork("build", "warn", "-j1", "--no-patchcheck")
+    assert res.rc == 0, res
+    assert "already built" not in res.err
+
+
+def test_build_dependency_missing(kit):
+    kit.imported()
+    res = kit.fork("build", "distro/9.9", env={"PATH": kit.path_without("flex")})
+    assert res.rc == 1
+    assert "build dependency flex is missing" in res.err
+    assert "apt-get install flex" in res.err
+
+
+def test_unknown_revision(kit):
+    kit.imported()
+    res = kit.fork("build", "no-such-branch")
+    assert res.rc == 1
+    assert "unknown revision 'no-such-branch'" in res.err
+    res = kit.fork("build")          # default: series/9.9, not laid out yet
+    assert res.rc == 1
+    assert "unknown revision 'series/9.9'" in res.err
+    assert "tools/fork branches" in res.err
+
+
+def test_dirty_build_worktree_is_refused(kit):
+    kit.imported()
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 0
+    (kit.work / "src" / "README").write_text("edited in the wrong place\n")
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert res.rc == 1
+    assert "build worktree %s has local changes" % (kit.work / "src") in res.err
+    assert "README" in res.err
+
+
+def test_fragment_parsing_and_warning_regex(tmp_path):
+    from forkkit import cmd_build
+    from forkkit.common import ForkError
+    frag = tmp_path / "x.config"
+    frag.write_text("# comment\nCONFIG_A=y\nCONFIG_B=n  # if-present\n\nCONFIG_C=\"str\"\n")
+    assert cmd_build.parse_fragment(str(frag)) == [
+        ("CONFIG_A", "y", False), ("CONFIG_B", "n", True), ("CONFIG_C", '"str"', False)]
+    frag.write_text("CONFIG_A=y\nEXT2=y\n")
+    with pytest.raises(ForkError, match=r"x.config:2: not a CONFIG_X=value line"):
+        cmd_build.parse_fragment(str(frag))
+    cfg = tmp_path / ".config"
+    cfg.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\n")
+    assert cmd_build.read_config(str(cfg)) == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_C": "m"}
+    m = cmd_build.WARN_RE.match("../../src/fs/ext2/balloc.c:12:3: warning: unused variable 'x'")
+    assert m and m.group(1) == "fs/ext2/balloc.c" and m.group(2) == "12"
+    m = cmd_build.WARN_RE.match("fs/ext2/inode.c:7: error: bad")
+    assert m and m.group(1) == "fs/ext2/inode.c"
+    m = cmd_build.WARN_RE.match("/home/u/work/src/fs/ext2/dir.c:1:1: warning: w")
+    assert m and m.group(1) == "fs/ext2/dir.c"
+    assert not cmd_build.WARN_RE.match("  CC      fs/ext2/inode.o")
+
+
+def test_unknown_flavour_from_other_verbs(kit):
+    # rebase/bisect/check pass a flavour through to build(): a clean error,
+    # not a KeyError traceback
+    from forkkit import cmd_build
+    from forkkit.common import ForkError
+    with pytest.raises(ForkError, match=r"unknown config flavour 'nope': choose one of base, "):
+        cmd_build.build("distro/9.9", "nope")

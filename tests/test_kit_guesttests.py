@@ -1,0 +1,107 @@
+"""guesttests: RESULT parsing and the host-side e2fsck/statfs verification
+on real small ext2 images."""
+
+import re
+import subprocess
+
+import pytest
+
+from forkkit import guesttests
+from forkkit.common import ForkError
+
+
+def test_results_parsing():
+    out = guesttests.results([
+        "FORK-GUEST-START 9.9.1 cpus=2",
+        "RESULT prog=stress ops=300 errors=0",
+        "[   12.345678] RESULT prog=fsreport bfree=3806 ffree=1013 extra",
+        "no result here",
+        "RESULT",
+        "RESULT prog=seedload files=9 path=/mnt/a=b",
+    ])
+    assert out == [
+        {"prog": "stress", "ops": "300", "errors": "0"},
+        {"prog": "fsreport", "bfree": "3806", "ffree": "1013"},
+        {"prog": "seedload", "files": "9", "path": "/mnt/a=b"},
+    ]
+    assert guesttests.results([]) == []
+
+
+def counts(img):
+    out = subprocess.run(["dumpe2fs", "-h", str(img)], capture_output=True, text=True,
+                         check=True).stdout
+    fields = dict(re.findall(r"^([A-Za-z ]+):\s+(\S+)", out, re.M))
+    return int(fields["Free blocks"]), int(fields["Free inodes"])
+
+
+@pytest.fixture
+def image(kit):
+    path = guesttests.make_image(guesttests.image_path("t"), "4M", 1024)
+    assert path == str(kit.work / "images" / "t.img")
+    return path
+
+
+def test_make_image_and_clean_fsck(image, kit):
+    bfree, ffree = counts(image)
+    assert guesttests.group_sums(image) == (bfree, ffree)
+    log = kit.tmp / "fsck.log"
+    reports = [{"prog": "stress", "ops": "1"},
+               {"prog": "fsreport", "bfree": "1", "ffree": "1"},            # an older one
+               {"prog": "fsreport", "bfree": str(bfree), "ffree": str(ffree)}]
+    assert guesttests.fsck(image, reports, log=str(log)) is None
+    assert "$ e2fsck -fn %s" % image in log.read_text()
+    assert guesttests.fsck(image) is None
+    # make_image replaces an existing image
+    with open(image, "r+b") as fh:
+        fh.seek(1024)
+        fh.write(b"\xff" * 1024)            # trash the superblock
+    guesttests.make_image(image, "4M", 1024)
+    assert guesttests.fsck(image) is None
+
+
+def test_fsreport_mismatch(image):
+    bfree, ffree = counts(image)
+    err = guesttests.fsck(image, [{"prog": "fsreport", "bfree": str(bfree - 1),
+                                   "ffree": str(ffree)}])
+    assert err == "guest statfs said bfree=%d ffree=%d, group descriptors hold %d/%d" % (
+        bfree - 1, ffree, bfree, ffree)
+    err = guesttests.fsck(image, [{"prog": "fsreport", "bfree": str(bfree),
+                                   "ffree": str(ffree + 2)}])
+    assert "ffree=%d" % (ffree + 2) in err and "%d/%d" % (bfree, ffree) in err
+
+
+def test_unlinked_but_not_freed_inode_fails(image, tmp_path):
+    data = tmp_path / "data"
+    data.write_bytes(b"x" * 5000)
+    subprocess.run(["debugfs", "-w", "-R", "write %s victim" % data, image],
+                   capture_output=True, check=True)
+    assert guesttests.fsck(image) is None
+    # drop the directory entry only: inode and blocks stay allocated
+    subprocess.run(["debugfs", "-w", "-R", "unlink victim", image], capture_output=True,
+                   check=True)
+    err = guesttests.fsck(image)
+    assert err and err.startswith("e2fsck -fn exit 4: "), err
+    assert "Unattached inode 12" in err
+    assert "Pass " not in err               # the problems, not e2fsck's progress lines
+
+
+def test_corrupted_block_bitmap_fails(image):
+    out = subprocess.run(["dumpe2fs", image], capture_output=True, text=True, check=True).stdout
+    block = int(re.search(r"Block bitmap at (\d+)", out).group(1))
+    with open(image, "r+b") as fh:
+        fh.seek(block * 1024)
+        fh.write(b"\x5a" * 1024)
+    err = guesttests.fsck(image)
+    assert err and err.startswith("e2fsck -fn exit 4: "), err
+    assert "Block bitmap differences" in err, err
+
+
+def test_test_key_and_names(kit):
+    key = guesttests.test_key("smoke")
+    assert re.match(r"^[0-9a-f]{16}$", key)
+    assert guesttests.test_key("stress") != key
+    (kit.repo / "ci" / "guest" / "init").write_text("changed\n")
+    assert guesttests.test_key("smoke") != key
+    guesttests.check_test_name("smoke")
+    with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress"):
+        guesttests.check_test_name("nope")

@@ -1,0 +1,200 @@
+"""fork import: a linux-source tarball becomes one reproducible commit."""
+
+import os
+
+from conftest import DEBVER, KERNEL_FILES, KVER, PACKAGE, make_tarball, sha256
+
+
+def test_import_installed_package(kit):
+    res = kit.fork("import", KVER, subprocess_=True)           # the real tools/fork
+    assert res.rc == 0, res
+    commit = res.out.strip()
+    assert len(commit) == 40
+    assert kit.rev("refs/heads/distro/9.9") == commit
+    assert kit.rev("refs/tags/debian/%s^{commit}" % DEBVER) == commit
+    # a fresh tree gets the snapshot checked out
+    assert kit.git("symbolic-ref", "HEAD") == "refs/heads/distro/9.9"
+    assert (kit.ktree / "fs" / "ext2" / "balloc.c").is_file()
+    assert kit.git("status", "--porcelain") == ""
+    body = kit.git("log", "-1", "--format=%B", commit)
+    assert "Version: %s" % DEBVER in body
+    assert "SHA256: %s" % sha256(kit.tarball) in body
+    assert "Upstream: 9.9.1" in body
+    assert kit.git("log", "-1", "--format=%an <%ae> %at", commit) == \
+        "Debian linux-source snapshot <fork-kit@localhost> 946684800"
+    assert kit.git("rev-list", "--count", commit) == "1"
+
+
+def test_import_keeps_ignored_files_exec_bits_and_symlinks(kit):
+    commit = kit.do_import()
+    entries = {}
+    for line in kit.git("ls-tree", "-r", commit).splitlines():
+        meta, path = line.split("\t")
+        mode, _type, blob = meta.split()
+        entries[path] = (mode, blob)
+    assert set(entries) == set(KERNEL_FILES)
+    assert entries["include/config.gen"][0] == "100644"      # matched by .gitignore
+    assert entries["scripts/gen.sh"][0] == "100755"
+    assert entries["Makefile"][0] == "100644"
+    assert entries["scripts/link"][0] == "120000"
+    assert kit.git("cat-file", "blob", entries["scripts/link"][1]) == "gen.sh"
+    assert kit.git("show", "%s:include/config.gen" % commit) == \
+        KERNEL_FILES["include/config.gen"][1].strip()
+    assert os.path.islink(kit.ktree / "scripts" / "link")
+    assert os.access(kit.ktree / "scripts" / "gen.sh", os.X_OK)
+
+
+def test_import_tarball_option_and_package_name(kit, tmp_path):
+    other = tmp_path / "elsewhere.tar.xz"
+    other.write_bytes(kit.tarball.read_bytes())
+    res = kit.fork("import", PACKAGE, "--tarball", other, "--debian-version", "9.9.1-1~bpo1")
+    assert res.rc == 0, res
+    commit = res.out.strip()
+    # DEP-14: ~ -> _
+    assert kit.rev("refs/tags/debian/9.9.1-1_bpo1^{commit}") == commit
+    assert "Tarball: elsewhere.tar.xz" in kit.git("log", "-1", "--format=%B", commit)
+
+
+def test_tarball_needs_debian_version(kit):
+    res = kit.fork("import", KVER, "--tarball", kit.tarball)
+    assert res.rc == 1
+    assert "--debian-version" in res.err
+
+
+def test_default_version_comes_from_the_series_base(kit):
+    res = kit.fork("import")
+    assert res.rc == 0, res
+    assert kit.rev("refs/heads/distro/9.9") == res.out.strip()
+
+
+def test_import_is_reproducible_across_trees(kit, tmp_path):
+    first = kit.do_import()
+    other = tmp_path / "other-tree"
+    res = kit.fork("import", KVER, env={"FORK_KTREE": str(other),
+                                       "FORK_WORKDIR": str(tmp_path / "other-work")},
+                   subprocess_=True)
+    assert res.rc == 0, res
+    assert res.out.strip() == first
+    assert kit.git("rev-parse", "distro/9.9", cwd=other) == first
+
+
+def test_reimport_is_a_no_op(kit):
+    first = kit.do_import()
+    before = kit.refs()
+    res = kit.fork("import", KVER)
+    assert res.rc == 0, res
+    assert res.out.strip() == first
+    assert "nothing to do" in res.err
+    assert kit.refs() == before
+    # a deleted tag is restored
+    kit.git("tag", "-d", "debian/%s" % DEBVER)
+    res = kit.fork("import", KVER)
+    assert res.rc == 0, res
+    assert kit.rev("refs/tags/debian/%s^{commit}" % DEBVER) == first
+
+
+def test_package_not_installed(kit):
+    kit.fake_dpkg(DEBVER, installed=False)
+    res = kit.fork("import", KVER)
+    assert res.rc == 1
+    assert "package linux-source-9.9 is not installed" in res.err
+    assert "apt-get install linux-source-9.9" in res.err
+    assert not kit.ktree.exists()
+
+
+def test_package_removed_but_config_left(kit):
+    script = kit.bin / "dpkg-query"
+    script.write_text("#!/bin/sh\nprintf 'rc  9.9.1-1'\n")
+    res = kit.fork("import", KVER)
+    assert res.rc == 1
+    assert "linux-source-9.9 is not installed" in res.err
+
+
+def test_installed_but_tarball_missing(kit):
+    kit.tarball.unlink()
+    res = kit.fork("import", KVER)
+    assert res.rc == 1
+    assert str(kit.tarball) in res.err
+    assert "apt-get install --reinstall linux-source-9.9" in res.err
+
+
+def test_checksum_differs_from_series_base(kit):
+    kit.write_base("0" * 64)
+    res = kit.fork("import", KVER)
+    assert res.rc == 1
+    assert sha256(kit.tarball) in res.err
+    assert "0" * 64 in res.err
+    assert "apt-get install linux-source-9.9=%s" % DEBVER in res.err
+    assert not kit.ktree.exists()
+
+
+def test_unknown_version_string(kit):
+    for bad in ("nine", "9.9.1", "linux-image-9.9", "linux-source-9"):
+        res = kit.fork("import", bad)
+        assert res.rc == 1, (bad, res)
+        assert "unknown version %r" % bad in res.err
+
+
+def test_other_snapshot_needs_update_and_keeps_old_tag(kit, tmp_path):
+    first = kit.do_import()
+    files = dict(KERNEL_FILES)
+    files["README"] = (0o644, "A newer snapshot.\n")
+    newer = make_tarball(tmp_path / "newer.tar.xz", files)
+    res = kit.fork("import", KVER, "--tarball", newer, "--debian-version", "9.9.2-1")
+    assert res.rc == 1
+    assert "patches/base expects %s" % sha256(kit.tarball) in res.err
+    assert kit.rev("refs/heads/distro/9.9") == first
+    assert kit.rev("refs/tags/debian/9.9.2-1") is None
+
+    res = kit.fork("import", KVER, "--tarball", newer, "--debian-version", "9.9.2-1", "--update")
+    assert res.rc == 0, res
+    second = res.out.strip()
+    assert second != first
+    assert kit.rev("refs/heads/distro/9.9") == second
+    assert kit.rev("refs/tags/debian/%s^{commit}" % DEBVER) == first
+    assert kit.rev("refs/tags/debian/9.9.2-1^{commit}") == second
+    # distro/9.9 was checked out: the work tree follows the branch
+    assert kit.git("rev-parse", "HEAD") == second
+    assert kit.git("status", "--porcelain") == ""
+    assert (kit.ktree / "README").read_text() == "A newer snapshot.\n"
+
+
+def test_update_with_a_taken_tag_changes_nothing(kit, tmp_path):
+    first = kit.do_import()
+    files = dict(KERNEL_FILES)
+    files["README"] = (0o644, "Repacked, same version number.\n")
+    repack = make_tarball(tmp_path / "repack.tar.xz", files)
+    res = kit.fork("import", KVER, "--tarball", repack, "--debian-version", DEBVER, "--update")
+    assert res.rc == 1
+    assert "tag debian/%s already exists" % DEBVER in res.err
+    assert kit.rev("refs/heads/distro/9.9") == first
+    assert kit.git("status", "--porcelain") == ""
+
+
+def test_other_snapshot_without_a_series_base(kit, tmp_path):
+    # no series is based on 9.9: only the branch's own snapshot protects it
+    first = kit.do_import()
+    kit.write_base("0" * 64, version="9.8.1-1", package="linux-source-9.8")
+    files = dict(KERNEL_FILES)
+    files["README"] = (0o644, "A newer snapshot.\n")
+    newer = make_tarball(tmp_path / "newer.tar.xz", files)
+    res = kit.fork("import", KVER, "--tarball", newer, "--debian-version", "9.9.2-1")
+    assert res.rc == 1
+    assert "distro/9.9 already holds another snapshot (%s" % first[:12] in res.err
+    assert "--update" in res.err
+    assert kit.rev("refs/heads/distro/9.9") == first
+    assert kit.rev("refs/tags/debian/9.9.2-1") is None
+
+
+def test_update_of_checked_out_branch_needs_clean_tree(kit, tmp_path):
+    first = kit.do_import()
+    (kit.ktree / "README").write_text("local edit\n")
+    files = dict(KERNEL_FILES)
+    files["Makefile"] = (0o644, KERNEL_FILES["Makefile"][1] + "# newer\n")
+    newer = make_tarball(tmp_path / "newer.tar.xz", files)
+    res = kit.fork("import", KVER, "--tarball", newer, "--debian-version", "9.9.2-1", "--update")
+    assert res.rc == 1
+    assert "uncommitted changes" in res.err and "README" in res.err
+    assert kit.rev("refs/heads/distro/9.9") == first
+    assert kit.rev("refs/tags/debian/9.9.2-1") is None
+    assert (kit.ktree / "README").read_text() == "local edit\n"
