@@ -35,6 +35,14 @@ def repo_dirty(path):
     return proc.stdout.strip()
 
 
+def patch_subject(path):
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if line.startswith("Subject:"):
+                return line.split("]", 1)[-1].strip()
+    return None
+
+
 def format_patches(base, head, outdir):
     git(["format-patch", "-q", "--zero-commit", "--no-signature", "--no-numbered",
          "--no-cover-letter", "--no-thread", "--subject-prefix=PATCH", "-o", outdir,
@@ -62,6 +70,11 @@ def save(series, rev=None):
     try:
         names = format_patches(base, head, tmp)
         old = [os.path.basename(p) for p in series.patches]
+        # Keep each patch's topic name, matched by subject.
+        old_names = {}
+        for path in series.patches:
+            if path in series.names:
+                old_names[patch_subject(path)] = series.names[path]
         changed = 0
         for name in names:
             src = os.path.join(tmp, name)
@@ -81,7 +94,10 @@ def save(series, rev=None):
                 os.unlink(os.path.join(series.path, name))
                 changed += 1
                 prog.say("removed %s/%s (no longer in the series)" % (series.rel, name))
-        text = "".join(n + "\n" for n in names)
+        text = ""
+        for n in names:
+            topic = old_names.get(patch_subject(os.path.join(series.path, n)))
+            text += "%s %s\n" % (n, topic) if topic else n + "\n"
         series_file = os.path.join(series.path, "series")
         old_text = open(series_file).read() if os.path.exists(series_file) else None
         if old_text != text:

@@ -10,7 +10,8 @@ for a backport) holds:
     and ``sha256`` (of the tarball the package installs).
 ``series``
     the patch files in order, one per line (``#`` starts a comment), quilt
-    style.
+    style; an optional second word names the topic branch
+    (``topic/<name>``), else the name comes from the file name.
 ``*.patch``
     ``git format-patch`` output, one commit each.
 """
@@ -70,17 +71,23 @@ class Series:
     def _read_series(self):
         series_file = os.path.join(self.path, "series")
         patches = []
+        self.names = {}
         if not os.path.exists(series_file):
             return patches
         with open(series_file) as fh:
             for line in fh:
-                line = line.split("#", 1)[0].strip()
-                if not line:
+                words = line.split("#", 1)[0].split()
+                if not words:
                     continue
-                full = os.path.join(self.path, line)
+                full = os.path.join(self.path, words[0])
                 if not os.path.isfile(full):
                     raise ForkError("%s lists %s, which does not exist"
-                                    % (series_file, line))
+                                    % (series_file, words[0]))
+                if len(words) > 1:
+                    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", words[1]):
+                        raise ForkError("%s: topic name %r for %s is not a valid branch "
+                                        "name component" % (series_file, words[1], words[0]))
+                    self.names[full] = words[1]
                 patches.append(full)
         return patches
 
@@ -102,9 +109,13 @@ class Series:
     def head_branch(self):
         return "series/%s" % self.kver
 
+    def topic_of(self, patch):
+        """The topic name: the series file's second column, else from the file name."""
+        return self.names.get(patch) or topic_name(patch)
+
     def topics(self):
         """[(patch_path, branch_name)] in series order."""
-        return [(p, self.topic_prefix + topic_name(p)) for p in self.patches]
+        return [(p, self.topic_prefix + self.topic_of(p)) for p in self.patches]
 
 
 def all_series():
