@@ -1,0 +1,348 @@
+"""bisect: find the first commit that fails the guest ext2 test.
+
+    tools/fork bisect GOOD BAD [--test smoke|stress|seed] [--config base] [--verify]
+
+``git bisect start --no-checkout BAD GOOD`` and ``git bisect run`` in a
+private worktree, ``work/bisect`` (the user's checkout and its bisect state
+are never touched; bisect refs are per worktree).  Each step calls back into
+this tool (``tools/fork bisect --step``), which, for the commit under test:
+
+  builds it (``build``, config flavour --config, no W=1 patchcheck):
+        a commit that does not build is skipped (exit 125);
+  boots it in QEMU and runs the guest test, then ``e2fsck -fn`` on the
+        disk image and the guest's last statfs against the group
+        descriptors: any failure (exit status, kernel report, timeout,
+        e2fsck, counters) marks it bad (exit 1), else good (exit 0);
+  anything that stops it from testing at all (QEMU missing, ...) ends the
+        bisect (exit 128) instead of giving a wrong answer.
+
+Guest tests: those of ``check`` (smoke, stress) and ``seed``: a short
+seedload run (three tasks, two sharing a directory), fsreport, then the
+e2fsck and counter cross-check.
+
+``--verify`` first tests BAD (must fail) and GOOD (must pass), as ktest's
+BISECT_CHECK does.  The result is the first bad commit with ``git show
+--stat``, or the candidates when skipped commits hide it, and a table of the
+steps.  The bisect always ends with ``git bisect reset`` in its worktree.
+
+For tests, ``FORK_BISECT_FAKE_STEP=PROG`` replaces build/boot/test: each
+step runs ``PROG COMMIT`` (cwd: the bisect worktree, FORK_BISECT_COMMIT set)
+and passes its exit status on to git bisect.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from . import guesttests
+from .cmd_build import FLAVOURS, Lock
+from .common import (ForkError, Progress, git, git_ok, ktree, new_log,
+                     repo_root, require_ktree, rev_parse, run, tree_is_dirty, which, wpath)
+
+HELP = "bisect a range with build + boot + guest ext2 test + e2fsck per step"
+
+SKIP, BAD, GOOD, ABORT = 125, 1, 0, 128
+
+# name -> (image size, block size, guest script), like guesttests.TESTS
+SEED = ("64M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/a /mnt/b
+seedload -n 9 -m 200 /mnt/a /mnt/b /mnt/b
+rmdir /mnt/a /mnt/b
+fsreport /mnt
+umount /mnt
+""")
+
+
+def tests():
+    out = dict(guesttests.TESTS)
+    out.setdefault("seed", SEED)
+    return out
+
+
+def add_arguments(p):
+    p.add_argument("good", nargs="?", metavar="GOOD", help="a commit that passes the test")
+    p.add_argument("bad", nargs="?", metavar="BAD", help="a later commit that fails it")
+    p.add_argument("--test", default="smoke",
+                   help="guest test: %s (default: smoke)" % ", ".join(sorted(tests())))
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
+                   help="config flavour (default: base)")
+    p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
+    p.add_argument("--verify", action="store_true",
+                   help="first check that BAD fails and GOOD passes")
+    p.add_argument("--step", action="store_true",
+                   help="(internal, run by git bisect run) test one commit: "
+                        "BISECT_HEAD of the current worktree, or GOOD if given")
+
+
+def bisect_tree():
+    return wpath("bisect")
+
+
+def fork_cmd():
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fork")
+
+
+# ---------------------------------------------------------------- one step
+
+def record(verdict, commit, reason, log=None):
+    path = os.environ.get("FORK_BISECT_STEPS")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"commit": commit, "verdict": verdict, "reason": reason,
+                                 "log": log, "phase": os.environ.get("FORK_BISECT_PHASE",
+                                                                     "bisect")}) + "\n")
+
+
+def verdict_of(rc):
+    if rc == GOOD:
+        return "good"
+    if rc == SKIP:
+        return "skip"
+    if 0 < rc < 128:
+        return "bad"
+    return "error"
+
+
+def fake_step(prog, commit):
+    env = dict(os.environ, FORK_BISECT_COMMIT=commit)
+    try:
+        rc = subprocess.call([prog, commit], env=env)
+    except OSError as exc:
+        record("error", commit, "cannot run %s: %s" % (prog, exc))
+        return ABORT
+    record(verdict_of(rc), commit, "%s exited %d" % (os.path.basename(prog), rc))
+    return rc
+
+
+def real_step(commit, test, flavour, timeout, prog):
+    from .cmd_boot import failure_message, run_guest
+    from .cmd_build import build
+    try:
+        res = build(commit, flavour, do_patchcheck=False, prog=prog)
+    except ForkError as exc:
+        first = str(exc).splitlines()[0]
+        prog.say("%s does not build: skip (%s)" % (commit[:12], first))
+        record("skip", commit, "does not build: %s" % first)
+        return SKIP
+    size, bs, script = tests()[test]
+    log = new_log("bisect-%s" % commit[:12])
+    # A ForkError from here on (no QEMU, no initramfs, ...) is not the
+    # commit's fault: step() turns it into exit 128, which ends the bisect.
+    img = guesttests.image_path("bisect")
+    guesttests.make_image(img, size, bs, log=log)
+    boot = run_guest(res.image, script, [img], timeout=timeout, prog=prog,
+                     log=log + ".console", label="bisect")
+    if not boot.ok:
+        # a kernel that does not boot, hangs, reports a problem or fails the
+        # guest test is bad
+        reason = failure_message(boot).splitlines()[0]
+        record("bad", commit, reason, boot.log)
+        prog.say("%s is bad: %s" % (commit[:12], reason))
+        return BAD
+    err = guesttests.fsck(img, guesttests.results(boot.output), log=log)
+    if err:
+        record("bad", commit, err, log)
+        prog.say("%s is bad: %s" % (commit[:12], err))
+        return BAD
+    record("good", commit, "%s test, e2fsck and counters clean" % test, boot.log)
+    prog.say("%s is good" % commit[:12])
+    return GOOD
+
+
+def step(args):
+    """Test one commit; the exit status is for git bisect run."""
+    prog = Progress("bisect-step")
+    # git bisect run may export its own repository variables: this step finds
+    # its trees (kernel tree, build worktree) by path.
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX"):
+        os.environ.pop(var, None)
+    commit = None
+    try:
+        if args.good:
+            commit = rev_parse(args.good)
+        else:
+            commit = git(["rev-parse", "--verify", "-q", "BISECT_HEAD"], cwd=os.getcwd(),
+                         check=False) or git(["rev-parse", "HEAD"], cwd=os.getcwd())
+        prog.say("testing %s %s" % (commit[:12], git(["log", "-1", "--format=%s", commit])))
+        fake = os.environ.get("FORK_BISECT_FAKE_STEP")
+        if fake:
+            return fake_step(fake, commit)
+        return real_step(commit, args.test, args.config, args.timeout, prog)
+    except BaseException as exc:  # noqa: B902 - any surprise must stop the bisect
+        if isinstance(exc, SystemExit):
+            raise
+        record("error", commit or "?", "%s: %s" % (type(exc).__name__, exc))
+        print("fork bisect --step: cannot test %s: %s\nstopping the bisect (exit %d)"
+              % (commit or "?", exc, ABORT), file=sys.stderr)
+        return ABORT
+
+
+# ---------------------------------------------------------------- the bisect
+
+def step_cmd(args):
+    return ["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
+            fork_cmd(), "bisect", "--step", "--test", args.test, "--config", args.config,
+            "--timeout", str(args.timeout)]
+
+
+def step_env(steps):
+    env = dict(os.environ)
+    env.update({"FORK_WORKDIR": wpath(), "FORK_KTREE": ktree(), "FORK_REPO": repo_root(),
+                "FORK_BISECT_STEPS": steps})
+    return env
+
+
+def setup_worktree(commit, prog):
+    """work/bisect: a worktree without a checkout (bisect runs --no-checkout)."""
+    wt = bisect_tree()
+    if not os.path.exists(os.path.join(wt, ".git")):
+        prog.say("creating the bisect worktree %s" % wt)
+        run(["git", "worktree", "prune"], cwd=ktree())
+        if os.path.isdir(wt) and not os.listdir(wt):
+            os.rmdir(wt)
+        if os.path.exists(wt):
+            raise ForkError("%s exists but is not a git worktree: move it away" % wt)
+        run(["git", "worktree", "add", "--no-checkout", "--detach", wt, commit], cwd=ktree())
+    elif git_ok(["bisect", "log"], cwd=wt):
+        prog.say("ending a stale bisect in %s" % wt)
+        bisect_reset(wt)
+    return wt
+
+
+def bisect_reset(wt):
+    proc = run(["git", "bisect", "reset"], cwd=wt, check=False)
+    if proc.returncode != 0:
+        raise ForkError("`git bisect reset` in %s failed: %s"
+                        % (wt, (proc.stdout + proc.stderr).strip()))
+
+
+def tee(cmd, cwd, env, log):
+    """Run cmd; its output goes to stderr and the log; return (rc, text)."""
+    lines = []
+    with open(log, "a") as fh:
+        fh.write("$ %s\n" % " ".join(cmd))
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            fh.write(line)
+            lines.append(line)
+        rc = proc.wait()
+    if lines and not lines[-1].endswith("\n"):
+        sys.stderr.write("\n")
+    return rc, "".join(lines)
+
+
+def read_steps(path):
+    out = []
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    return out
+
+
+def steps_table(steps):
+    lines = ["%-12s  %-7s  %-44s  %s" % ("commit", "verdict", "subject", "why")]
+    for s in steps:
+        subject = git(["log", "-1", "--format=%s", s["commit"]], check=False) \
+            if s["commit"] != "?" else ""
+        why = s["reason"] + (" (--verify)" if s.get("phase") == "verify" else "")
+        lines.append("%-12s  %-7s  %-44s  %s" % (s["commit"][:12], s["verdict"], subject[:44],
+                                                 why))
+    return "\n".join(lines)
+
+
+def verify_ends(args, good, bad, steps, log, prog):
+    env = dict(step_env(steps), FORK_BISECT_PHASE="verify")
+    for what, commit, want in (("BAD", bad, "bad"), ("GOOD", good, "good")):
+        prog.say("--verify: testing %s %s" % (what, commit[:12]))
+        rc, _ = tee(step_cmd(args) + [commit], ktree(), env, log)
+        if verdict_of(rc) != want:
+            raise ForkError("%s %s is %s, not %s (step exit %d): choose other end points; "
+                            "no bisect was started" % (what, commit[:12], verdict_of(rc), want, rc))
+
+
+def parse_result(text):
+    m = re.search(r"^([0-9a-f]{40}) is the first bad commit", text, re.M)
+    if m:
+        return m.group(1), []
+    m = re.search(r"The first bad commit could be any of:\n((?:[0-9a-f]{40}\n)+)", text)
+    if m:
+        return None, m.group(1).split()
+    return None, None
+
+
+def run_bisect(args):
+    prog = Progress("bisect")
+    require_ktree()
+    good, bad = rev_parse(args.good), rev_parse(args.bad)
+    if good == bad:
+        raise ForkError("GOOD and BAD are the same commit %s" % good[:12])
+    if not git_ok(["merge-base", "--is-ancestor", good, bad]):
+        raise ForkError("GOOD %s is not an ancestor of BAD %s: give an older good commit"
+                        % (args.good, args.bad))
+    if args.test not in tests():
+        raise ForkError("unknown guest test %r: choose one of %s"
+                        % (args.test, ", ".join(sorted(tests()))))
+    if not os.environ.get("FORK_BISECT_FAKE_STEP"):
+        from .cmd_boot import qemu_binary
+        from .cmd_build import check_deps, src_tree
+        check_deps()
+        qemu_binary()
+        which("e2fsck", "e2fsprogs")
+        which("mke2fs", "e2fsprogs")
+        src = src_tree()
+        if os.path.exists(os.path.join(src, ".git")) and tree_is_dirty(src):
+            raise ForkError("the build worktree %s has local changes: every step would be "
+                            "skipped; `git -C %s reset --hard` first" % (src, src))
+    n = len(git(["rev-list", "%s..%s" % (good, bad)]).split())
+    log = new_log("bisect")
+    steps = log[:-len(".log")] + ".steps.jsonl"
+    prog.say("bisecting %d commits %s..%s with the %s test (log: %s)"
+             % (n, good[:12], bad[:12], args.test, log))
+    with Lock("bisect"):
+        if args.verify:
+            verify_ends(args, good, bad, steps, log, prog)
+        wt = setup_worktree(good, prog)
+        try:
+            run(["git", "bisect", "start", "--no-checkout", bad, good], cwd=wt, log=log)
+            rc, text = tee(["git", "bisect", "run"] + step_cmd(args), wt, step_env(steps), log)
+            bisect_log = run(["git", "bisect", "log"], cwd=wt, check=False).stdout or ""
+        finally:
+            bisect_reset(wt)
+            prog.say("`git bisect reset` done in %s" % wt)
+    with open(log, "a") as fh:
+        fh.write("$ git bisect log\n%s" % bisect_log)
+    first, candidates = parse_result(text)
+    print("bisect %s..%s, %s test, config %s: %d commits, %d steps"
+          % (good[:12], bad[:12], args.test, args.config, n, len(read_steps(steps))))
+    print(steps_table(read_steps(steps)))
+    print("full log: %s" % log)
+    if first:
+        print("\nfirst bad commit: %s\n" % first)
+        print(git(["show", "--stat", "--no-color", first]))
+        return 0
+    if candidates:
+        print("\nthe first bad commit is one of these (the others between them were skipped, "
+              "they did not build):")
+        for c in candidates:
+            print("  %s" % git(["log", "-1", "--format=%h %s", c]))
+        return 1
+    raise ForkError("git bisect run did not finish (exit %d):\n%s\nfull log: %s"
+                    % (rc, "\n".join(text.strip().splitlines()[-8:]), log))
+
+
+def main(args):
+    if args.step:
+        return step(args)
+    if not args.good or not args.bad:
+        raise ForkError("give GOOD and BAD commits: `tools/fork bisect GOOD BAD`")
+    return run_bisect(args)
