@@ -1,0 +1,568 @@
+"""fork export / fork maintainers on a tiny synthetic kernel tree.
+
+The fake linux-source tarball of conftest gets a MAINTAINERS with an EXT2
+FILE SYSTEM section and fake scripts/get_maintainer.pl (answers from that
+MAINTAINERS, as the real one would for fs/ext2 patches) and
+scripts/checkpatch.pl (passes unless the patch holds CHECKPATCH_BAD or lacks
+a Signed-off-by).  The series is three commits made in a scratch clone and
+pushed to series/9.9; `tools/fork check` results are faked in its cache.
+git send-email (Debian's git-email) and b4 are the real ones.
+"""
+
+import email.header
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import AUTHOR, KERNEL_FILES, KVER, ROOT, Kit, make_tarball
+
+FAKE_MAINTAINERS = """\
+List of maintainers
+===================
+
+Descriptions of section entries and preferred order
+	M: *Mail* patches to: FullName <address@domain>
+
+Maintainers List
+----------------
+
+EXT2 FILE SYSTEM
+M:	Jan Kara <jack@suse.com>
+R:	Rita Reviewer <rita@example.org>
+L:	linux-ext4@vger.kernel.org
+S:	Maintained
+F:	Documentation/filesystems/ext2.rst
+T:	git git://git.kernel.org/pub/scm/linux/kernel/git/jack/linux-fs.git
+F:	fs/ext2/
+F:	include/linux/ext2*
+
+EXT4 FILE SYSTEM
+M:	"Theodore Ts'o" <tytso@mit.edu>
+L:	linux-ext4@vger.kernel.org
+S:	Maintained
+F:	fs/ext4/
+
+THE REST
+M:	Linus Torvalds <torvalds@linux-foundation.org>
+L:	linux-kernel@vger.kernel.org
+S:	Buried alive in reporters
+F:	*
+F:	*/
+"""
+
+# Answers like the real one for patches touching fs/ext2 (and THE REST).
+FAKE_GET_MAINTAINER = r"""#!/usr/bin/perl
+use strict;
+use warnings;
+my %opt;
+my @files;
+for (@ARGV) {
+    if (/^--(\w[\w-]*)$/) { $opt{$1} = 1 } else { push @files, $_ }
+}
+die "fake get_maintainer: not at the top of a kernel tree\n" unless -f "MAINTAINERS";
+my $ext2 = 0;
+for my $f (@files) {
+    open(my $fh, '<', $f) or die "fake get_maintainer: $f: $!\n";
+    while (<$fh>) { $ext2 = 1 if m{^\+\+\+ b/fs/ext2/}; }
+}
+open(my $mf, '<', "MAINTAINERS") or die;
+my %sec; my $cur;
+while (<$mf>) {
+    if (/^\s*$/) { $cur = undef; next }
+    if (/^[A-Z]:/) { $sec{$cur} .= $_ if defined $cur; next }
+    $cur = $_; chomp $cur; $sec{$cur} = "$cur\n";
+}
+my @names = (($ext2 ? ("EXT2 FILE SYSTEM") : ()), "THE REST");
+if ($opt{sections}) { print "$sec{$_}\n" for @names; exit 0 }
+if ($ext2) {
+    print "Jan Kara <jack\@suse.com>\nRita Reviewer <rita\@example.org>\n" unless $opt{nom};
+    print "linux-ext4\@vger.kernel.org\n" unless $opt{nol};
+    print "Rita Reviewer <rita\@example.org>\n" if $opt{nom} && !$opt{nol};
+}
+print "linux-kernel\@vger.kernel.org\n" unless $opt{nol};
+"""
+
+FAKE_CHECKPATCH = r"""#!/usr/bin/perl
+use strict;
+use warnings;
+my $file = $ARGV[-1];
+local $/;
+open(my $fh, '<', $file) or die "fake checkpatch: $file: $!\n";
+my $p = <$fh>;
+if ($ENV{FAKE_CHECKPATCH_LOG}) {
+    open(my $log, '>>', $ENV{FAKE_CHECKPATCH_LOG}) or die;
+    print $log join(' ', @ARGV), "\n";
+}
+if ($p =~ /CHECKPATCH_BAD/) {
+    print "ERROR: CHECKPATCH_BAD marker in the patch\n";
+    print "total: 1 errors, 0 warnings, 0 checks, 3 lines checked\n";
+    exit 1;
+}
+if ($p !~ /^Signed-off-by: /m) {
+    print "ERROR: Missing Signed-off-by: line(s)\n";
+    print "total: 1 errors, 0 warnings, 0 checks, 3 lines checked\n";
+    exit 1;
+}
+print "total: 0 errors, 0 warnings, 0 checks, 3 lines checked\n";
+"""
+
+EXPORT_FILES = dict(KERNEL_FILES)
+EXPORT_FILES.update({
+    "MAINTAINERS": (0o644, FAKE_MAINTAINERS),
+    "scripts/get_maintainer.pl": (0o755, FAKE_GET_MAINTAINER),
+    "scripts/checkpatch.pl": (0o755, FAKE_CHECKPATCH),
+})
+
+SOB = "Signed-off-by: A U Thor <author@example.org>"
+SERIES = [
+    ("fs/ext2/balloc.c", "/* balloc line 10 */\n", "/* balloc line 10: faster */\n",
+     "ext2: make balloc faster", "Replace the na\u00efve slow path.\n\n" + SOB),
+    ("fs/ext2/inode.c", "/* inode line 5 */\n", "/* inode line 5: scalable */\n",
+     "ext2: scale inode allocation",
+     "Per-group locks instead of one lock\nfor the whole filesystem.\n\n"
+     "A second paragraph that is not in the summary.\n\n" + SOB),
+    ("fs/ext2/balloc.c", "/* balloc line 15 */\n", "/* balloc line 15: locking */\n",
+     "ext2: document the allocator locking", "Say which lock covers what.\n\n" + SOB),
+]
+# v2: the second patch reworked
+SERIES_V2 = list(SERIES)
+SERIES_V2[1] = ("fs/ext2/inode.c", "/* inode line 5 */\n", "/* inode line 5: scalable v2 */\n",
+                "ext2: scale inode allocation",
+                "Per-group locks instead of one lock\nfor the whole filesystem.\n\n" + SOB)
+
+TMPL = ROOT / "mailing" / "cover-letter.tmpl"
+RECIPIENTS = ROOT / "mailing" / "recipients"
+IDENT = "Test User <test@example.org>"
+
+
+def have_send_email():
+    proc = subprocess.run(["git", "send-email", "-h"], capture_output=True, text=True)
+    if "not a git command" in proc.stderr:
+        subprocess.run(["apt-get", "install", "-y", "-q", "git-email"], capture_output=True,
+                       timeout=300)
+        proc = subprocess.run(["git", "send-email", "-h"], capture_output=True, text=True)
+    return "not a git command" not in proc.stderr
+
+
+@pytest.fixture(scope="session")
+def send_email():
+    if not have_send_email():
+        pytest.skip("git send-email is missing and `apt-get install git-email` failed")
+    if not shutil.which("b4"):
+        pytest.skip("b4 is not installed (apt-get install b4)")
+    return True
+
+
+@pytest.fixture(scope="session")
+def export_tarball(tmp_path_factory):
+    d = tmp_path_factory.mktemp("export-tarball")
+    return make_tarball(d / "linux-source-9.9.tar.xz", files=EXPORT_FILES)
+
+
+class ExportKit(Kit):
+    def push_series(self, patches=SERIES):
+        """Commit `patches`, store them in patches/, point series/9.9 at them."""
+        ids = self.make_patches(patches)
+        self.git("push", "-q", "-f", str(self.ktree), "work:refs/heads/series/%s" % KVER,
+                 cwd=self.tmp / "scratch")
+        self.commit_repo("series")
+        return ids
+
+    def fake_checks(self, commits):
+        from forkkit import cmd_check
+        for c in commits:
+            tree = self.rev(c + "^{tree}")
+            row = {"commit": c, "tree": tree, "subject": "x", "flavour": "base",
+                   "test": "smoke", "cells": {k: "pass" for k in cmd_check.CELLS},
+                   "details": {}, "seconds": 42.0, "passed": True}
+            with open(cmd_check.cache_path(tree, "base", "smoke"), "w") as fh:
+                json.dump(row, fh)
+
+    def outdir(self, n):
+        return self.work / "export" / ("v%d" % n)
+
+    def versions(self):
+        d = self.repo / "mailing" / "versions"
+        return sorted(os.listdir(d)) if d.is_dir() else []
+
+    def mails(self, n):
+        d = self.outdir(n)
+        return [d / f for f in sorted(os.listdir(d))]
+
+
+@pytest.fixture
+def ek(tmp_path, export_tarball, monkeypatch):
+    kit = ExportKit(tmp_path, export_tarball, monkeypatch)
+    (kit.repo / "mailing").mkdir()
+    shutil.copyfile(TMPL, kit.repo / "mailing" / "cover-letter.tmpl")
+    shutil.copyfile(RECIPIENTS, kit.repo / "mailing" / "recipients")
+    kit.do_import()
+    kit.ids = kit.push_series()
+    kit.fake_checks(kit.ids)
+    return kit
+
+
+def headers(path):
+    head = path.read_text().split("\n\n", 1)[0]
+    out = {}
+    for m in re.finditer(r"^([A-Za-z-]+): (.*(?:\n[ \t].*)*)", head, re.M):
+        out.setdefault(m.group(1).lower(), " ".join(m.group(2).split()))
+    return out
+
+
+def assert_nothing_written(kit, n):
+    assert not kit.outdir(n).exists()
+    assert "v%d" % n not in kit.versions()
+    assert kit.git("worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((kit.work / "tmp").glob("export-*"))
+
+
+# -- the good path ------------------------------------------------------------
+
+def test_export_v1(ek, send_email):
+    log = ek.tmp / "checkpatch.log"
+    res = ek.fork("export", env={"FAKE_CHECKPATCH_LOG": str(log)})
+    assert res.rc == 0, res
+    out = ek.outdir(1)
+    assert res.out.strip() == str(out)
+    names = sorted(os.listdir(out))
+    assert names == ["0000-cover-letter.patch", "0001-ext2-make-balloc-faster.patch",
+                     "0002-ext2-scale-inode-allocation.patch",
+                     "0003-ext2-document-the-allocator-locking.patch"]
+    cover, *patches = ek.mails(1)
+    base = ek.rev("distro/9.9")
+
+    # subjects: git's numbering, no "v1"
+    assert headers(cover)["subject"] == \
+        "[PATCH 0/3] ext2: finish Alex Tomas's scalable block and inode allocation"
+    for k, (p, s) in enumerate(zip(patches, SERIES), 1):
+        assert headers(p)["subject"] == "[PATCH %d/3] %s" % (k, s[3])
+
+    # recipients in every mail, from get_maintainer.pl: To maintainers+reviewers, Cc lists
+    for f in [cover] + patches:
+        h = headers(f)
+        assert h["to"] == "Jan Kara <jack@suse.com>, Rita Reviewer <rita@example.org>"
+        assert h["cc"] == "linux-ext4@vger.kernel.org, linux-kernel@vger.kernel.org"
+        assert h["from"] == IDENT
+        # threaded to the cover letter
+        if f != cover:
+            assert h["in-reply-to"] == headers(cover)["message-id"]
+
+    # sender's sign-off after the author's; author kept in the body
+    for p in patches:
+        text = p.read_text()
+        assert text.index(SOB) < text.index("Signed-off-by: %s" % IDENT)
+        assert "\nFrom: A U Thor <author@example.org>\n" in text
+
+    # the cover letter: placeholders filled, summary, checks, bench, base
+    text = cover.read_text()
+    assert "{" not in text and "***" not in text
+    assert "In 2003 Alex Tomas posted" in text
+    assert "1/3 ext2: make balloc faster\n      Replace the na\u00efve slow path.\n" in text
+    assert headers(cover)["content-type"] == "text/plain; charset=UTF-8"
+    assert "2/3 ext2: scale inode allocation\n      Per-group locks instead of one lock\n" \
+           "      for the whole filesystem.\n" in text
+    assert "A second paragraph" not in text.split("---")[0].split("The patches:")[1][:400]
+    for k, c in enumerate(ek.ids, 1):
+        assert re.search(r"^  %d/3 +%s +pass +pass +pass +pass +pass$" % (k, c[:12]), text,
+                         re.M), text
+    assert "no benchmark results recorded (run `tools/fork bench`)" in text
+    assert "linux-source-9.9 9.9.1-1" in text and "stable v9.9.1" in text
+    assert base in text and "(tag debian/9.9.1-1)" in text
+    assert "base-commit: %s" % base in text
+    assert "Changes in" not in text and "Range-diff" not in text
+    assert "WARNING" not in text
+
+    # checkpatch --strict ran on each mailed patch, with the base tree as root
+    runs = log.read_text().splitlines()
+    assert len(runs) == 3 and all("--strict" in r and "--root=" in r for r in runs)
+
+    # recorded for later range-diffs
+    vdir = ek.repo / "mailing" / "versions" / "v1"
+    assert sorted(os.listdir(vdir)) == sorted(names + ["base", "series"])
+    info = (vdir / "base").read_text()
+    assert "base-commit: %s" % base in info and "head: %s" % ek.ids[-1] in info
+    assert "cover-message-id: %s" % headers(cover)["message-id"] in info
+
+    # MAINTAINERS regenerated
+    maint = (ek.repo / "MAINTAINERS").read_text()
+    assert "\next2: make balloc faster\nM:\tJan Kara <jack@suse.com>\n" \
+           "R:\tRita Reviewer <rita@example.org>\nL:\tlinux-ext4@vger.kernel.org\n" \
+           "L:\tlinux-kernel@vger.kernel.org\nS:\tMaintained\nF:\tfs/ext2/balloc.c\n" in maint
+
+    # progress names every check; nothing left behind
+    for stage in ("checkpatch.pl --strict", "git am round trip", "git send-email",
+                  "b4 am round trip"):
+        assert stage in res.err
+    assert ek.git("worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not list((ek.work / "tmp").glob("export-*"))
+
+
+def test_mails_work_with_git_am_send_email_and_b4(ek, send_email, tmp_path):
+    """What the list sees: the mails git am onto the base and give the series'
+    trees; git send-email accepts them and mails everyone; b4 reads the mbox."""
+    assert ek.fork("export", "--to", "Boss <boss@example.org>").rc == 0
+    mails = [str(p) for p in ek.mails(1)]
+    # git am by hand in a reader's clone
+    clone = tmp_path / "reader"
+    ek.git("clone", "-q", "--no-checkout", str(ek.ktree), str(clone), cwd=tmp_path)
+    ek.git("checkout", "-q", "--detach", "origin/distro/9.9", cwd=clone)
+    ek.git("am", "-q", *mails[1:], cwd=clone)
+    assert ek.rev("HEAD^{tree}", cwd=clone) == ek.rev("series/9.9^{tree}")
+    assert ek.git("log", "-3", "--format=%an|%s", cwd=clone).splitlines() == \
+        ["A U Thor|%s" % s[3] for s in reversed(SERIES)]
+    # git send-email, dry run
+    proc = subprocess.run(
+        ["git", "send-email", "--dry-run", "--confirm=never", "--no-format-patch",
+         "--smtp-server=/bin/true", "--to=boss@example.org"] + mails,
+        cwd=str(ek.ktree), capture_output=True, text=True, input="", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("Result: OK") == 4
+    envelopes = re.findall(r"^Sendmail: /bin/true (.*)$", proc.stdout, re.M)
+    assert len(envelopes) == 4
+    for env in envelopes:
+        for addr in ("jack@suse.com", "rita@example.org", "linux-ext4@vger.kernel.org",
+                     "linux-kernel@vger.kernel.org", "boss@example.org"):
+            assert addr in env
+    # b4 am on the concatenated mbox, then git am of b4's output
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(open(m).read() for m in mails))
+    out = tmp_path / "b4"
+    out.mkdir()
+    proc = subprocess.run(["b4", "--offline-mode", "-n", "am", "-m", str(mbox), "-o", str(out)],
+                          cwd=str(ek.ktree), capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Total patches: 3" in proc.stdout + proc.stderr
+    mbx = list(out.glob("*.mbx"))
+    assert len(mbx) == 1
+    ek.git("checkout", "-q", "--detach", "origin/distro/9.9", cwd=clone)
+    ek.git("am", "-q", str(mbx[0]), cwd=clone)
+    assert ek.rev("HEAD^{tree}", cwd=clone) == ek.rev("series/9.9^{tree}")
+
+
+def test_bench_and_extra_recipients(ek, send_email):
+    bench = ek.work / "bench"
+    bench.mkdir()
+    (bench / "latest.md").write_text("| test | base | series |\n|---|---|---|\n"
+                                     "| creates/s | 100 | 180 |\n")
+    (bench / "latest.cmd").write_text(
+        "#!/bin/sh\n# fork bench 1: A = distro/9.9, B = series/9.9\n"
+        "cd /somewhere && flock /tmp/heavy.lock tools/fork bench distro/9.9 series/9.9 "
+        "--reps 5\n")
+    (bench / "latest.json").write_text(json.dumps(
+        {"kernels": {"A": {"commit": ek.rev("distro/9.9")}, "B": {"commit": ek.ids[1]}}}))
+    rec = ek.repo / "mailing" / "recipients"
+    rec.write_text(rec.read_text() + "Cc: Ext2 Fan <fan@example.org>\nTo: jack@suse.com\n")
+    # a sender long enough that format-patch folds From: (b4 0.12 cannot
+    # read a folded From:; git send-email unfolds it, and b4 reads what it sends)
+    long_ident = ("Test User With A Rather Long Name",
+                  "test.user.with.a.long.address@subdomain.example.org")
+    cfg = ek.tmp / "long-gitconfig"
+    cfg.write_text("[user]\n\tname = %s\n\temail = %s\n" % long_ident)
+    res = ek.fork("export", "--to", "Boss <boss@example.org>", "--cc", "lkml@example.org",
+                  "--subject-prefix", "RFC PATCH", env={"GIT_CONFIG_GLOBAL": str(cfg)})
+    assert res.rc == 0, res
+    cover = ek.mails(1)[0]
+    h = headers(cover)
+    assert h["from"] == "%s <%s>" % long_ident
+    assert h["subject"].startswith("[RFC PATCH 0/3] ext2: finish")
+    assert "Signed-off-by: %s <%s>" % long_ident in ek.mails(1)[1].read_text()
+    assert h["to"] == ("Jan Kara <jack@suse.com>, Rita Reviewer <rita@example.org>, "
+                       "Boss <boss@example.org>")
+    assert h["cc"] == ("linux-ext4@vger.kernel.org, linux-kernel@vger.kernel.org, "
+                       "Ext2 Fan <fan@example.org>, lkml@example.org")
+    text = cover.read_text()
+    assert "Benchmark results, from `tools/fork bench distro/9.9 series/9.9 --reps 5`:" in text
+    # measured on an older head: the cover letter says so
+    assert "Note: these results were measured on %s, not on the series as posted (%s)." \
+        % (ek.ids[1][:12], ek.ids[2][:12]) in text
+    assert "| creates/s | 100 | 180 |" in text
+    assert "no benchmark results" not in text
+
+
+def test_v2_with_changelog_and_range_diff_on_a_fresh_tree(ek, send_email):
+    assert ek.fork("export").rc == 0
+    v1_msgid = headers(ek.mails(1)[0])["message-id"]
+    ek.commit_repo("v1 exported")
+    # a fresh machine: new work dir and kernel tree, only the repo is kept
+    shutil.rmtree(ek.work)
+    ek.do_import()
+    ids = ek.push_series(SERIES_V2)
+    ek.fake_checks(ids)
+    # v2 needs its changelog
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "mailing/changelog/v2.md" in res.err and "write" in res.err
+    assert_nothing_written(ek, 2)
+    cl = ek.repo / "mailing" / "changelog"
+    cl.mkdir()
+    (cl / "v2.md").write_text("- ext2: scale inode allocation: reworked (Rita)\n")
+    res = ek.fork("export")
+    assert res.rc == 0, res
+    names = [p.name for p in ek.mails(2)]
+    assert names[0] == "v2-0000-cover-letter.patch"
+    assert names[2] == "v2-0002-ext2-scale-inode-allocation.patch"
+    cover, *patches = ek.mails(2)
+    assert headers(cover)["subject"].startswith("[PATCH v2 0/3] ext2: finish")
+    assert headers(patches[1])["subject"] == "[PATCH v2 2/3] ext2: scale inode allocation"
+    text = cover.read_text()
+    assert "Changes in v2:\n- ext2: scale inode allocation: reworked (Rita)\n" \
+           "- Link to v1: https://lore.kernel.org/r/%s\n" % v1_msgid.strip("<>") in text
+    rd = text[text.index("Range-diff against v1:"):]
+    assert re.search(r"1: +[0-9a-f]+ = 1: +[0-9a-f]+ ext2: make balloc faster", rd), rd
+    assert re.search(r"2: +[0-9a-f]+ ! 2: +[0-9a-f]+ ext2: scale inode allocation", rd), rd
+    assert "A second paragraph" in rd and "scalable v2" in rd
+    assert re.search(r"3: +[0-9a-f]+ = 3: +[0-9a-f]+ ext2: document", rd), rd
+    assert ek.versions() == ["v1", "v2"]
+    # the default version is now 3, which needs v3.md
+    res = ek.fork("export")
+    assert res.rc == 1 and "v3.md" in res.err
+
+
+# -- refusals: each says what to do, and nothing is written ---------------------
+
+def test_refuses_empty_series(tmp_path, export_tarball, monkeypatch):
+    kit = ExportKit(tmp_path, export_tarball, monkeypatch)
+    kit.do_import()
+    res = kit.fork("export")
+    assert res.rc == 1
+    assert "fork export: error: patches/series lists no patches" in res.err
+    assert "tools/fork save" in res.err
+
+
+def test_refuses_dirty_tree(ek):
+    (ek.ktree / "fs" / "ext2" / "inode.c").write_text("hack\n")
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "uncommitted changes" in res.err and "stash" in res.err
+    assert_nothing_written(ek, 1)
+
+
+def test_refuses_without_identity(ek):
+    empty = ek.tmp / "empty-gitconfig"
+    empty.write_text("")
+    res = ek.fork("export", env={"GIT_CONFIG_GLOBAL": str(empty), "EMAIL": ""})
+    assert res.rc == 1
+    assert "git config --global user.name" in res.err
+    assert "git config --global user.email" in res.err
+    assert_nothing_written(ek, 1)
+
+
+def test_refuses_existing_version_without_force(ek, send_email):
+    assert ek.fork("export").rc == 0
+    before = {p.name: p.read_text() for p in ek.mails(1)}
+    res = ek.fork("export", "-v", "1")
+    assert res.rc == 1
+    assert "v1 was already exported" in res.err and "--force" in res.err
+    assert {p.name: p.read_text() for p in ek.mails(1)} == before
+    res = ek.fork("export", "-v", "1", "--force")
+    assert res.rc == 0, res
+    assert sorted(p.name for p in ek.mails(1)) == sorted(before)
+    # --outdir that holds other files is not cleared, even with --force
+    other = ek.tmp / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine\n")
+    res = ek.fork("export", "-v", "1", "--force", "--outdir", other)
+    assert res.rc == 1 and "notes.txt" in res.err
+    assert os.listdir(other) == ["notes.txt"]
+
+
+def test_refuses_unchecked_commit_unless_allowed(ek, send_email):
+    from forkkit import cmd_check
+    tree = ek.rev(ek.ids[1] + "^{tree}")
+    os.unlink(cmd_check.cache_path(tree, "base", "smoke"))
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "2/3 %s ext2: scale inode allocation" % ek.ids[1][:12] in res.err
+    assert "tools/fork check" in res.err and "--allow-unchecked" in res.err
+    assert_nothing_written(ek, 1)
+    res = ek.fork("export", "--allow-unchecked")
+    assert res.rc == 0, res
+    text = ek.mails(1)[0].read_text()
+    assert re.search(r"^  2/3 +%s +not-checked" % ek.ids[1][:12], text, re.M)
+    assert "WARNING: exported with --allow-unchecked: patch 2/3 has no passing" in text
+
+
+def test_refuses_range_diff_without_previous_version(ek):
+    cl = ek.repo / "mailing" / "changelog"
+    cl.mkdir()
+    (cl / "v2.md").write_text("- something\n")
+    res = ek.fork("export", "-v", "2")
+    assert res.rc == 1
+    assert "v1 is not recorded" in res.err and "mailing/versions/v1" in res.err
+    assert_nothing_written(ek, 2)
+
+
+def test_refuses_checkpatch_failure(ek):
+    bad = list(SERIES)
+    bad[2] = SERIES[2][:4] + ("Say which lock covers what. CHECKPATCH_BAD\n\n" + SOB,)
+    ids = ek.push_series(bad)
+    ek.fake_checks(ids)
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "checkpatch.pl --strict" in res.err and "3/3" in res.err
+    assert "CHECKPATCH_BAD marker" in res.err
+    assert_nothing_written(ek, 1)
+
+
+def test_refuses_series_branch_not_saved(ek):
+    head = ek.rev("series/9.9")
+    extra = ek.git("commit-tree", head + "^{tree}", "-p", head, "-m", "wip", env=AUTHOR)
+    ek.git("update-ref", "refs/heads/series/9.9", extra)
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "tools/fork save" in res.err and "4 commits" in res.err
+    assert_nothing_written(ek, 1)
+
+
+# -- maintainers ------------------------------------------------------------------
+
+def test_maintainers(ek):
+    res = ek.fork("maintainers", "--check")
+    assert res.rc == 1 and "missing" in res.err
+    res = ek.fork("maintainers")
+    assert res.rc == 0, res
+    text = (ek.repo / "MAINTAINERS").read_text()
+    entries = [e.strip("\n") for e in text.split("\n\n")]
+    ext2 = [e for e in entries if e.startswith("ext2: ")]
+    assert [e.splitlines()[0] for e in ext2] == [s[3] for s in SERIES]
+    # copied from the base MAINTAINERS: M/R/L/S of EXT2 FILE SYSTEM, LKML of
+    # THE REST; neither T: nor the upstream F: patterns nor THE REST's M:
+    assert ext2[1] == ("ext2: scale inode allocation\nM:\tJan Kara <jack@suse.com>\n"
+                       "R:\tRita Reviewer <rita@example.org>\nL:\tlinux-ext4@vger.kernel.org\n"
+                       "L:\tlinux-kernel@vger.kernel.org\nS:\tMaintained\nF:\tfs/ext2/inode.c")
+    for title, files in (("FORK KIT TOOLS", ["tests/", "tools/"]), ("CI", [".ci/", "ci/"]),
+                         ("BACKPORTS", ["backports/"]), ("MAILING", ["mailing/"])):
+        entry = [e for e in entries if e.startswith(title + "\n")]
+        assert entry == [title + "\nM:\text2-scale developers <ext2-scale@lists.invalid>\n"
+                         "S:\tMaintained\n" + "".join("F:\t%s\n" % f for f in files).rstrip()]
+    assert "torvalds" not in text and "T:\t" not in text
+    assert ek.fork("maintainers", "--check").rc == 0
+    # a series change makes it stale
+    ek.push_series(SERIES[:2])
+    res = ek.fork("maintainers", "--check")
+    assert res.rc == 1 and "stale" in res.err and "-ext2: document" in res.out
+    assert ek.git("worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_cover_letter_gets_mime_headers_for_utf8(tmp_path):
+    """A cover letter that only its text makes non-ASCII (a changelog naming
+    Jan Kára, a bench unit in µs) still says it is UTF-8."""
+    from forkkit.cmd_export import fill_cover
+    cover = tmp_path / "0000-cover-letter.patch"
+    cover.write_text("From 0 Mon Sep 17 00:00:00 2001\nFrom: T <t@example.org>\n"
+                     "Subject: [PATCH 0/1] *** SUBJECT HERE ***\n\n*** BLURB HERE ***\n\n"
+                     "T (1):\n  x\n")
+    fill_cover(str(cover), "ext2: caf\u00e9", "Thanks to Jan K\u00e1ra; 3 \u00b5s.\n")
+    text = cover.read_text(encoding="utf-8")
+    h = headers(cover)
+    assert h["subject"].isascii()
+    assert str(email.header.make_header(email.header.decode_header(h["subject"]))) == \
+        "[PATCH 0/1] ext2: caf\u00e9"
+    assert h["content-type"] == "text/plain; charset=UTF-8"
+    assert "\n\nThanks to Jan K\u00e1ra; 3 \u00b5s.\n\nT (1):" in text
