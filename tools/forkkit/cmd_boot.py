@@ -111,12 +111,12 @@ def scan(log):
 
 
 def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
-              log=None, prog=None, label="boot"):
+              log=None, prog=None, label="boot", extra_files=None):
     """Boot `kernel` with `script` as the guest command; return a BootResult."""
     prog = prog or Progress("boot")
     qemu_binary()   # before building the initramfs
     log = log or new_log(label)
-    base = initramfs.base_archive(log=log + ".initramfs")
+    base = initramfs.base_archive(extra_files=extra_files, log=log + ".initramfs")
     initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n",
                                     os.path.join(ensure_dir(wpath("tmp")),
                                                  "initrd-%d.cpio" % os.getpid()))

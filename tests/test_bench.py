@@ -1,0 +1,780 @@
+"""Tests of `fork bench` (tools/forkkit/cmd_bench.py, benchlib.py).
+
+Unit tests run without QEMU: builds and guest boots are replaced by fakes
+that answer the generated guest script with synthetic RESULT lines.  The
+integration test boots the real kernels (`bench --quick --reps 1`) and runs
+only with FORK_INTEGRATION=1 and a built kernel; run it under the machine's
+heavy-job lock:
+
+    flock /tmp/heavy.lock env FORK_INTEGRATION=1 /usr/bin/python3 -m pytest tests/test_bench.py
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+
+from forkkit.common import ForkError  # noqa: E402
+
+FULL = benchlib.SIZES["full"]
+QUICK = benchlib.SIZES["quick"]
+
+
+# ---------------------------------------------------------------------------
+# statistics
+
+def test_median_and_summary():
+    assert benchlib.median([3, 1, 2]) == 2
+    assert benchlib.median([4, 1, 3, 2]) == 2.5
+    assert benchlib.median([7]) == 7
+    with pytest.raises(ValueError):
+        benchlib.median([])
+    s = benchlib.summary([5.0, 1.0, 3.0])
+    assert s == {"n": 3, "median": 3.0, "min": 1.0, "max": 5.0}
+    assert benchlib.summary([]) is None
+
+
+def test_compare_ratio_and_spread():
+    a = benchlib.summary([100, 110, 90])
+    b = benchlib.summary([200, 220, 180])
+    c = benchlib.compare(a, b, "higher")
+    assert c["ratio"] == pytest.approx(2.0)
+    assert c["ratio_lo"] == pytest.approx(180 / 110)
+    assert c["ratio_hi"] == pytest.approx(220 / 90)
+    assert c["verdict"] == "B better"
+    # the same change of a lower-is-better metric is worse
+    assert benchlib.compare(a, b, "lower")["verdict"] == "B worse"
+    assert benchlib.compare(b, a, "lower")["verdict"] == "B better"
+
+
+def test_compare_no_significant_change():
+    a = benchlib.summary([100, 104, 98])
+    b = benchlib.summary([101, 99, 103])
+    c = benchlib.compare(a, b, "higher")
+    assert c["ratio_lo"] < 1.0 < c["ratio_hi"]
+    assert c["verdict"] == "no significant change"
+    assert benchlib.not_worse(c) is True
+    # overlapping ranges, but B entirely below A's minimum: not "no change"
+    worse = benchlib.compare(benchlib.summary([100, 101]), benchlib.summary([90, 95]))
+    assert worse["verdict"] == "B worse" and benchlib.not_worse(worse) is False
+
+
+def test_compare_single_samples_are_not_judged():
+    c = benchlib.compare(benchlib.summary([100]), benchlib.summary([150]), "higher")
+    assert c["ratio"] == pytest.approx(1.5)
+    assert c["verdict"] == "not judged (1 sample)"
+    assert benchlib.not_worse(c) is None
+    assert benchlib.compare(None, benchlib.summary([1]))["verdict"] == "n/a"
+
+
+# ---------------------------------------------------------------------------
+# load
+
+def test_load_rule():
+    quiet = {"before": [3.2, 1, 1], "after": [3.4, 1, 1], "other_cpu": 0.1,
+             "boot_other_cpu": 0.9}
+    assert not benchlib.is_loaded(quiet)          # load1 alone does not mark
+    assert benchlib.is_loaded(dict(quiet, other_cpu=0.8))
+    # points too short to measure fall back to the whole boot
+    assert benchlib.is_loaded(dict(quiet, other_cpu=None))
+    assert not benchlib.is_loaded(dict(quiet, other_cpu=None, boot_other_cpu=0.2))
+    assert not benchlib.is_loaded({"before": None, "after": None, "other_cpu": None,
+                                   "boot_other_cpu": None})
+    assert "os.getloadavg" in benchlib.LOAD_RULE
+
+
+def test_other_cpu():
+    s = {"t": 10.0, "busy": 1000, "qemu": 500, "self": 10, "hz": 100}
+    e = {"t": 12.0, "busy": 1500, "qemu": 800, "self": 12, "hz": 100}
+    # 500 busy ticks in 2 s, 302 of them ours: 198 ticks = 0.99 CPU
+    assert benchlib.other_cpu(s, e) == pytest.approx(0.99)
+    assert benchlib.other_cpu(s, dict(e, t=10.2)) is None      # too short
+    assert benchlib.other_cpu(s, None) is None
+    assert benchlib.other_cpu(s, dict(e, busy=900)) == 0.0
+    # QEMU gone before the end snapshot: not measured (not "all of it others")
+    assert benchlib.other_cpu(s, dict(e, qemu=None)) is None
+    assert benchlib.other_cpu({"t": 0, "busy": 0, "ours": 0}, {"t": 10, "busy": 1500,
+                                                              "ours": 1000, "hz": 100},
+                              own=("ours",)) == pytest.approx(0.5)
+
+
+def test_load_watcher_follows_the_console(tmp_path):
+    log = tmp_path / "console.log"
+    w = cmd_bench.LoadWatcher(str(log), interval=0.05)
+    w.start()
+    with open(log, "w") as fh:
+        fh.write("# qemu ...\nPOINT id=0 workload=statfs fs=ext2\r\n")
+        fh.flush()
+        import time
+        time.sleep(0.3)
+        fh.write("RESULT prog=statfsbench ns_per_call=3\r\nPOINT id=1 workload=x\r\n")
+        fh.write("RESULT prog=statfsbench ns_per_call=4\r\n")
+    w.stop()
+    assert set(w.events) == {0, 1}
+    l0 = w.load_of(0)
+    assert len(l0["before"]) == 3 and len(l0["after"]) == 3
+    assert l0["seconds"] >= 0.2
+    assert w.load_of(1)["other_cpu"] is None       # start and end in one poll
+    assert w.load_of(7)["before"] is None
+    assert "boot_other_cpu" in l0
+
+
+# ---------------------------------------------------------------------------
+# points and the guest script
+
+def test_points_cover_the_matrix():
+    pts = benchlib.make_points(FULL)
+    keys = [p.key for p in pts]
+    assert len(keys) == len(set(keys))
+    by = lambda wl, fs: [p for p in pts if p.workload == wl and p.fs == fs]  # noqa: E731
+    for fs in ("ext2", "ext4", "tmpfs"):
+        seed = by("seed", fs)
+        assert len(seed) == 9
+        assert {p.params["n"] for p in seed} == {9, 16, 32}
+        assert {(p.params["tasks"], p.params["dirs"]) for p in seed} == \
+            {(1, "separate"), (2, "shared"), (2, "separate")}
+        assert len(by("inode", fs)) == 2
+        assert len(by("dbench", fs)) == 1
+    for fs in ("ext2", "ext4"):
+        st = by("statfs", fs)
+        assert {(p.params["groups"], p.params["threads"]) for p in st} == \
+            {(g, t) for g in (128, 1024, 8192) for t in (1, 2)}
+    assert len(by("statfs", "tmpfs")) == 2
+    shared = [p for p in pts if p.params.get("dirs") == "shared"][0]
+    assert "/mnt/s /mnt/s" in shared.cmd
+    sep = [p for p in pts if p.params.get("dirs") == "separate" and p.params.get("tasks") == 2
+           and p.workload == "seed"][0]
+    assert "/mnt/t0 /mnt/t1" in sep.cmd
+    assert benchlib.parse_only("inode, seed") == ["seed", "inode"]
+    with pytest.raises(ValueError):
+        benchlib.parse_only("seed,bogus")
+    assert {p.workload for p in benchlib.make_points(QUICK, ["statfs"])} == {"statfs"}
+
+
+def test_statfs_images_have_the_group_counts():
+    images = dict(benchlib.DISKS)
+    for g in benchlib.STATFS_GROUPS:
+        name, size, bs = images["g%d" % g]
+        assert bs == 1024 and size == "%dM" % (8 * g)       # 8 MiB per group at 1 KiB
+    assert images["work-ext2"] == images["work-ext4"]        # the very same image
+    assert benchlib.device_of("work-ext2") == "/dev/vda"
+    assert benchlib.device_of("g8192") == "/dev/vde"
+
+
+def test_guest_script_contains_all_points():
+    pts = benchlib.make_points(FULL)
+    script = benchlib.guest_script(pts)
+    announced = re.findall(r'^echo "POINT id=(\d+) (.*)"$', script, re.M)
+    assert [int(i) for i, _ in announced] == list(range(len(pts)))
+    assert [k for _, k in announced] == [p.key for p in pts]
+    for p in pts:
+        assert p.cmd in script
+    assert script.count("mount -t tmpfs") == 2      # statfs + the other workloads
+    assert "mount -t ext4 /dev/vdb /mnt" in script
+    assert "mount -t ext2 /dev/vda /mnt" in script
+    for dev in ("vdc", "vdd", "vde"):
+        assert "mount -t ext2 /dev/%s /mnt" % dev in script
+        assert "mount -t ext4 /dev/%s /mnt" % dev in script
+    assert script.rstrip().endswith('echo "BENCH-END points=%d"' % len(pts))
+    assert "lockstat_reset\n" not in script and "lockstat_dump " not in script
+    assert len(re.findall(r"^mount -t", script, re.M)) == \
+        len(re.findall(r"^sync; umount /mnt", script, re.M)) == 10
+    if shutil.which("sh"):
+        proc = subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_guest_script_lockstat_mode():
+    pts = benchlib.make_points(QUICK)
+    script = benchlib.guest_script(pts, lockstat=True)
+    announced = re.findall(r'^echo "POINT id=(\d+) (.*)"$', script, re.M)
+    assert announced and all("fs=ext2" in k for _, k in announced)
+    assert len(announced) == len([p for p in pts if p.fs == "ext2"])
+    assert "mount -t ext4" not in script and "mount -t tmpfs" not in script
+    for wl in benchlib.WORKLOADS:
+        assert script.count("lockstat_dump %s\n" % wl) == 1
+    assert len(re.findall(r"^sync; lockstat_reset$", script, re.M)) == 4
+    # each reset comes before its workload's first point, each dump after its last
+    lines = script.splitlines()
+    for wl in benchlib.WORKLOADS:
+        first = min(i for i, l in enumerate(lines) if "workload=%s " % wl in l)
+        last = max(i for i, l in enumerate(lines) if "workload=%s " % wl in l)
+        dump = lines.index("lockstat_dump %s" % wl)
+        assert dump > last + 1
+        resets = [i for i, l in enumerate(lines) if l == "sync; lockstat_reset" and i < first]
+        assert resets and all("POINT" not in l for l in lines[resets[-1]:first])
+
+
+BUSYBOX = shutil.which("busybox") or "/bin/busybox"
+needs_busybox = pytest.mark.skipif(not os.access(BUSYBOX, os.X_OK), reason="no busybox")
+
+LOCK_STAT_HDR = ("lock_stat version 0.4\n" + "-" * 221 + "\n" +
+                 "%40s %14s %14s\n" % ("class name", "con-bounces", "contentions") +
+                 "-" * 221 + "\n\n")
+
+
+def ls_class(name, con, wait_total, acq, sites=(), holders=()):
+    """One class of /proc/lock_stat, formatted as lockdep_proc.c does."""
+    line = "%40s:%14d %14d %14s %14s %14s %14s %14d %14d %14s %14s %14s %14s\n" % (
+        name, con, con, "0.10", "5.00", "%.2f" % wait_total,
+        "%.2f" % (wait_total / con if con else 0), acq, acq, "0.05", "2.00", "100.00", "0.10")
+    out = line
+    for group in (sites, holders):
+        if group:
+            out += " " * (40 - len(name)) + "-" * len(name) + "\n"
+            for cnt, sym in group:
+                out += "%40s %14d %29s %s\n" % (name, cnt, "[<00000000deadbeef>]", sym)
+    if sites or holders:
+        out += "\n" + "." * 221 + "\n"
+    return out + "\n"
+
+
+FAKE_LOCK_STAT = LOCK_STAT_HDR + \
+    ls_class("&sbi->s_lock", 500, 1234.5, 9000, [(400, "ext2_statfs+0x2c/0x1f0"),
+                                                 (100, "ext2_new_blocks+0x10/0x900")],
+             [(450, "ext2_statfs+0x2c/0x1f0")]) + \
+    ls_class("&sbi->s_rsv_window_lock", 42, 88.0, 500, [(42, "ext2_try_to_allocate+0x1/0x2")]) + \
+    ls_class("&bgl->locks[i].lock", 7, 3.25, 800, [(7, "ext2_free_blocks+0x1/0x2")]) + \
+    ls_class("key#3", 5, 1.0, 70, [(5, "__percpu_counter_sum+0xa/0x90")]) + \
+    ls_class("rcu_node_0", 0, 0.0, 10) + \
+    ls_class("&zone->lock", 0, 0.0, 10)
+
+
+def test_parse_lockstat():
+    classes, warnings = benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())
+    assert not warnings
+    names = [c["name"] for c in classes]
+    assert names[:4] == ["&sbi->s_lock", "&sbi->s_rsv_window_lock", "&bgl->locks[i].lock",
+                         "key#3"]
+    assert [c["name"] for c in benchlib.percpu_counter_locks(classes)] == ["key#3"]
+    top = classes[0]
+    assert top["contentions"] == 500 and top["waittime_total_us"] == pytest.approx(1234.5)
+    assert top["acquisitions"] == 9000
+    assert [s["symbol"] for s in top["sites"]] == ["ext2_statfs+0x2c/0x1f0",
+                                                   "ext2_new_blocks+0x10/0x900"]
+    assert [s["symbol"] for s in top["holders"]] == ["ext2_statfs+0x2c/0x1f0"]
+    wide = [c["name"] for c in benchlib.fs_wide_ext2(classes)]
+    assert wide == ["&sbi->s_lock", "&sbi->s_rsv_window_lock"]
+    rw = "%38s-W:" % "&type->i_mutex_dir_key" + FAKE_LOCK_STAT.splitlines()[5][41:]
+    c, _ = benchlib.parse_lockstat([rw])
+    assert c[0]["name"] == "&type->i_mutex_dir_key-W"
+    _, warnings = benchlib.parse_lockstat(
+        ["*WARNING* lock debugging disabled!! - possibly due to a lockdep warning"])
+    assert warnings
+
+
+@needs_busybox
+def test_lockstat_dump_awk_in_busybox(tmp_path):
+    """The guest-side filter keeps the contended classes with their sites."""
+    fake = tmp_path / "lock_stat"
+    fake.write_text(FAKE_LOCK_STAT)
+    script = benchlib.SCRIPT_HEAD % {"loadfile": "x"} + \
+        'LOCK_STAT=%s\nlockstat_dump statfs\n' % fake
+    proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "LOCKSTAT-BEGIN workload=statfs"
+    assert lines[-1] == "LOCKSTAT-END workload=statfs"
+    assert not any("rcu_node_0" in l or "zone->lock" in l for l in lines)
+    out = benchlib.parse_output(
+        ["POINT id=0 " + benchlib.make_points(QUICK, ["statfs"])[0].key,
+         "RESULT prog=statfsbench threads=1 calls=3 ns_per_call=5"] + lines + ["BENCH-END"],
+        benchlib.make_points(QUICK, ["statfs"])[:1])
+    classes, _ = benchlib.parse_lockstat(out[1]["statfs"])
+    assert [c["name"] for c in classes] == ["&sbi->s_lock", "&sbi->s_rsv_window_lock",
+                                            "&bgl->locks[i].lock", "key#3"]
+    assert len(classes[0]["sites"]) == 2 and len(classes[0]["holders"]) == 1
+
+
+@needs_busybox
+def test_dbench_wrapper_in_busybox(tmp_path):
+    """run_dbench turns dbench's Throughput line into a RESULT line."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "dbench").write_text(
+        "#!/bin/sh\necho 'dbench version 4.00'\necho\n"
+        "echo 'Throughput 41.5213 MB/sec  2 clients  2 procs  max_latency=35.153 ms'\n")
+    (bindir / "dbench").chmod(0o755)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    script = (benchlib.SCRIPT_HEAD % {"loadfile": "/x"}).replace("/mnt/db", str(mnt / "db")) \
+        + "run_dbench 1 2\n"
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]))
+    proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == \
+        "RESULT prog=dbench mb_per_s=41.5213 clients=2 max_latency_ms=35.153"
+    (bindir / "dbench").write_text("#!/bin/sh\necho broken\nexit 3\n")
+    proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 1 and "BENCH-FAIL: dbench exited 3" in proc.stdout
+    (bindir / "dbench").write_text(
+        "#!/bin/sh\necho 'Throughput 0 MB/sec  2 clients  2 procs  max_latency=0.000 ms'\n")
+    proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 1 and "or 0 MB/s" in proc.stdout
+
+
+# ---------------------------------------------------------------------------
+# parsing the guest output
+
+def fake_result(p, value):
+    if p.workload == "statfs":
+        calls = int(1e9 / value * 2 * p.params["threads"])
+        return ("RESULT prog=statfsbench threads=%d seconds=2 calls=%d elapsed_ns=2000000000 "
+                "calls_per_s=%.1f ns_per_call=%.1f" % (p.params["threads"], calls, calls / 2.0,
+                                                        value))
+    if p.workload == "seed":
+        return ("RESULT prog=seedload tasks=%d blocks=%d blocksize=4096 iters=10 "
+                "elapsed_ns=1000 ops=20 ops_per_s=%.1f" % (p.params["tasks"], p.params["n"],
+                                                            value))
+    if p.workload == "inode":
+        return "RESULT prog=createbench tasks=%d files=20 iters=2 ops=80 elapsed_ns=1 " \
+               "ops_per_s=%.1f" % (p.params["tasks"], value)
+    return "RESULT prog=dbench mb_per_s=%.2f clients=2 max_latency_ms=3.0" % value
+
+
+def fake_output(points, value_fn, lockstat=False):
+    out = ["BENCH-BEGIN points=%d" % len(points)]
+    cur_wl = None
+    for i, p in enumerate(points):
+        if lockstat and p.fs != "ext2":
+            continue
+        if lockstat and p.workload != cur_wl:
+            if cur_wl:
+                out += ["LOCKSTAT-BEGIN workload=" + cur_wl] + \
+                    FAKE_LOCK_STAT.splitlines()[5:] + ["LOCKSTAT-END workload=" + cur_wl]
+            cur_wl = p.workload
+        out.append("POINT id=%d %s" % (i, p.key))
+        out.append("[   12.345678] some kernel message")
+        out.append(fake_result(p, value_fn(p)))
+    if cur_wl:
+        out += ["LOCKSTAT-BEGIN workload=" + cur_wl, "LOCKSTAT-END workload=" + cur_wl]
+    out.append("BENCH-END points=%d" % len(points))
+    return out
+
+
+def test_parse_output_maps_results_to_points():
+    pts = benchlib.make_points(QUICK)
+    res, dumps = benchlib.parse_output(fake_output(pts, lambda p: 100.0), pts)
+    assert sorted(res) == list(range(len(pts)))
+    assert res[0]["prog"] == "statfsbench"
+    assert dumps == {}
+    res, dumps = benchlib.parse_output(fake_output(pts, lambda p: 1.0, lockstat=True), pts,
+                                       lockstat=True)
+    assert all(pts[i].fs == "ext2" for i in res)
+    assert set(dumps) == set(benchlib.WORKLOADS)
+
+
+@pytest.mark.parametrize("damage,msg", [
+    (lambda o: [l for l in o if not l.startswith("RESULT prog=createbench")],
+     "printed no RESULT"),
+    (lambda o: [l.replace("prog=seedload", "prog=stress") for l in o], "RESULT of stress"),
+    (lambda o: [l for l in o if not l.startswith("BENCH-END")], "did not reach its end"),
+    (lambda o: [l for l in o if not l.startswith("POINT id=3 ")], "RESULT line outside"),
+    (lambda o: [l.replace("fs=ext2", "fs=ext3") for l in o], "unknown point"),
+    (lambda o: [l.replace("ops_per_s=", "xx=") for l in o], "has no ops_per_s"),
+    (lambda o: [re.sub("mb_per_s=[0-9.]+", "mb_per_s=0", l) for l in o], "not a measurement"),
+    (lambda o: [re.sub("ns_per_call=[0-9.]+", "ns_per_call=nan", l) for l in o],
+     "not a measurement"),
+])
+def test_parse_output_rejects_gaps(damage, msg):
+    pts = benchlib.make_points(QUICK)
+    out = damage(fake_output(pts, lambda p: 100.0))
+    with pytest.raises(benchlib.ParseError, match=msg):
+        benchlib.parse_output(out, pts)
+
+
+# ---------------------------------------------------------------------------
+# targets
+
+def make_samples(points, value_fn, reps=3, kernels=("A", "B")):
+    samples = []
+    for rep in range(1, reps + 1):
+        for k in kernels:
+            for p in points:
+                v = value_fn(p, k, rep)
+                fields = benchlib._fields(fake_result(p, v))
+                samples.append({"kernel": k, "flavour": "base", "rep": rep, "point": p.key,
+                                "workload": p.workload, "fs": p.fs, "params": p.params,
+                                "value": float(fields[p.metric]), "result": fields,
+                                "loaded": False})
+    return samples
+
+
+def good_series(p, k, rep):
+    """A world where the series reaches every target."""
+    jitter = 1 + 0.01 * rep
+    if p.workload == "statfs":
+        if p.fs == "tmpfs":
+            return 300 * jitter
+        if p.fs == "ext2" and k == "A":
+            return p.params["groups"] * 100.0 * p.params["threads"] * jitter
+        return 1000.0 * jitter
+    if p.workload == "seed":
+        base = {"ext2": 1000, "ext4": 900, "tmpfs": 5000}[p.fs]
+        if p.fs == "ext2" and k == "B":
+            base *= 1.3
+        scale = 1.0 if p.params["tasks"] == 1 else (
+            1.9 if p.params["dirs"] == "separate" or p.fs == "tmpfs" else 1.2)
+        if p.fs == "ext2" and k == "A" and p.params["tasks"] == 2:
+            scale = 1.1
+        return base * scale * jitter
+    return 100.0 * (1.2 if (p.fs == "ext2" and k == "B") else 1.0) * jitter
+
+
+def bad_series(p, k, rep):
+    v = good_series(p, k, rep)
+    if p.fs == "ext2" and k == "B":
+        if p.workload == "statfs":
+            return good_series(p, "A", rep)         # statfs still O(groups)
+        if p.workload in ("seed", "inode"):
+            return v * 0.5 if p.params["tasks"] == 2 else good_series(p, "A", rep) * 0.8
+    return v
+
+
+def test_targets_reached():
+    pts = benchlib.make_points(FULL)
+    samples = make_samples(pts, good_series)
+    rows = benchlib.aggregate(samples, pts)
+    ls = {"A": {"seed": benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())[0]},
+          "B": {"seed": benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())[0][2:]}}
+    ts = benchlib.targets(rows, samples, ls)
+    assert len(ts) == 8
+    bad = [t for t in ts if t["reached"] is not True]
+    assert not bad, bad
+    assert "A: seed: &sbi->s_lock" in ts[-1]["detail"]
+    assert "percpu counter locks contended in B: seed: key#3" in ts[-1]["detail"]
+
+
+def test_targets_not_reached():
+    pts = benchlib.make_points(FULL)
+    samples = make_samples(pts, bad_series)
+    rows = benchlib.aggregate(samples, pts)
+    ls = {"A": {}, "B": {"inode": benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())[0]}}
+    ts = {t["target"]: t for t in benchlib.targets(rows, samples, ls)}
+    for name, t in ts.items():
+        if "2 threads makes at least" in name:
+            continue        # O(groups) per call still scales with threads here
+        assert t["reached"] is False, (name, t)
+    assert "&sbi->s_lock" in ts["lockstat: no filesystem-wide ext2 lock among B's "
+                                "contended classes"]["detail"]
+
+
+def test_targets_not_measured():
+    pts = benchlib.make_points(QUICK, ["inode"])
+    samples = make_samples(pts, good_series, reps=1)
+    ts = benchlib.targets(benchlib.aggregate(samples, pts), samples, None)
+    assert all(t["reached"] is None for t in ts)
+    assert any("run with --lockstat" in t["detail"] for t in ts)
+    assert any("1 sample" in r["verdict"] for r in benchlib.aggregate(samples, pts))
+
+
+# ---------------------------------------------------------------------------
+# a whole run with fakes
+
+class FakeBoot:
+    def __init__(self, output, log, rc=0, problems=()):
+        self.output = output
+        self.log = log
+        self.rc = rc
+        self.problems = list(problems)
+        self.error = None
+        self.seconds = 1.5
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.problems and not self.error
+
+
+@pytest.fixture
+def fake_world(tmp_path, monkeypatch):
+    """Fakes for git, build, disk images, e2fsck and the guest."""
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    commits = {"distro/6.12": "a" * 40, "series/6.12": "b" * 40}
+    monkeypatch.setattr(cmd_bench, "rev_parse", lambda rev: commits[rev])
+    builds = []
+
+    def fake_build(rev, flavour="base", jobs=0, do_patchcheck=True, prog=None):
+        builds.append((rev, flavour))
+        img = tmp_path / ("bzImage-%s-%s" % (rev[:1], flavour))
+        img.write_text("kernel %s %s" % (rev, flavour))
+        return argparse.Namespace(image=str(img), commit=rev, log=str(tmp_path / "b.log"))
+
+    monkeypatch.setattr(cmd_bench, "build", fake_build)
+
+    def fake_templates(idir, log):
+        return {t[0]: t[0] for _, t in benchlib.DISKS}
+
+    def fake_disks(templates, idir, log):
+        out = []
+        for name, _ in benchlib.DISKS:
+            path = os.path.join(idir, name + ".img")
+            Path(path).write_text("disk")
+            out.append(path)
+        return out
+
+    monkeypatch.setattr(cmd_bench, "make_templates", fake_templates)
+    monkeypatch.setattr(cmd_bench, "fresh_disks", fake_disks)
+    monkeypatch.setattr(guesttests, "fsck", lambda image, reports=(), log=None: None)
+    monkeypatch.setattr(cmd_bench, "dbench_files", lambda: {})
+    world = argparse.Namespace(builds=builds, boots=[], fail_boot=None)
+
+    def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
+                       prog=None, label="boot", extra_files=None):
+        k = "A" if os.path.basename(kernel).startswith("a") else "B"
+        world.boots.append((k, kernel, script, list(disks), timeout, smp, mem, extra_files))
+        assert len(disks) == len(benchlib.DISKS)
+        keys = re.findall(r'^echo "POINT id=\d+ (.*)"$', script, re.M)
+        pts = [p for p in benchlib.make_points(QUICK) if p.key in keys]
+        allp = benchlib.make_points(QUICK)
+        lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]
+        rep = sum(1 for b in world.boots if b[0] == k)
+        out = fake_output(allp, lambda p: good_series(p, k, rep), lockstat=lockstat)
+        assert len(pts) == len([l for l in out if l.startswith("POINT")])
+        Path(log).write_text("\n".join(out) + "\n")
+        if world.fail_boot == len(world.boots):
+            return FakeBoot(out[:3], log, rc=1, problems=["BUG: kernel NULL pointer"])
+        return FakeBoot(out, log)
+
+    monkeypatch.setattr(cmd_bench, "run_guest", fake_run_guest)
+    return world
+
+
+def opts(tmp_path, **kw):
+    o = argparse.Namespace(a="distro/6.12", b="series/6.12", reps=2, quick=True,
+                           lockstat=False, only=None, out=str(tmp_path / "out"),
+                           rebuild=False, timeout=0)
+    for k, v in kw.items():
+        setattr(o, k, v)
+    return o
+
+
+needs_gnuplot = pytest.mark.skipif(not shutil.which("gnuplot"), reason="gnuplot not installed")
+
+
+@needs_gnuplot
+def test_run_with_fakes_writes_everything(tmp_path, fake_world):
+    printed = []
+    doc = cmd_bench.run_bench(opts(tmp_path), out=printed.append)
+    # interleaved A B A B, the same disks, script and QEMU settings for both
+    assert [b[0] for b in fake_world.boots] == ["A", "B", "A", "B"]
+    assert len({b[2] for b in fake_world.boots}) == 1
+    assert all(b[5] == 2 and b[6] == "2048" for b in fake_world.boots)
+    assert sorted(fake_world.builds) == [("a" * 40, "base"), ("b" * 40, "base")]
+    out = Path(tmp_path / "out")
+    rdir = out / doc["run"]["id"]
+    for ext in ("json", "md", "cmd", "png"):
+        assert (rdir / ("bench." + ext)).stat().st_size > 0
+        latest = out / ("latest." + ext)
+        assert latest.exists() and latest.resolve() == (rdir / ("bench." + ext)).resolve()
+    data = json.loads((out / "latest.json").read_text())
+    pts = benchlib.make_points(QUICK)
+    assert len(data["samples"]) == 4 * len(pts)
+    for s in data["samples"]:
+        for key in ("kernel", "commit", "workload", "point", "rep", "result", "load",
+                    "loaded", "value", "boot_rc"):
+            assert key in s
+        assert s["boot_rc"] == 0 and s["kernel_problems"] == 0
+        assert s["commit"] == ("a" if s["kernel"] == "A" else "b") * 40
+        assert set(s["load"]) >= {"before", "after", "other_cpu", "boot_other_cpu"}
+    assert len(data["boots"]) == 4 and all(b["ok"] for b in data["boots"])
+    assert all(len(b["load_before"]) == 3 for b in data["boots"])
+    assert len(data["stats"]) == len(pts)
+    assert all(r["A"]["n"] == 2 and r["B"]["n"] == 2 for r in data["stats"])
+    assert data["kernels"]["A"]["rev"] == "distro/6.12"
+    assert data["run"]["load_rule"] == benchlib.LOAD_RULE
+    md = (out / "latest.md").read_text()
+    assert printed == [md]
+    assert "TCG" in md and "## Targets" in md
+    for wl in benchlib.WORKLOADS:
+        assert "## %s" % wl in md
+    assert md.count("| reached |") + md.count("| **not reached** |") + \
+        md.count("| not measured / not judged |") == 8
+    for p in pts:
+        assert benchlib._params({"params": p.params}) in md
+    cmd = (out / "latest.cmd").read_text()
+    assert "flock /tmp/heavy.lock tools/fork bench %s %s --reps 2 --quick" % (
+        "a" * 40, "b" * 40) in cmd
+    # a second run with the same kernels reuses the copies
+    cmd_bench.run_bench(opts(tmp_path, reps=1), out=printed.append)
+    assert len(fake_world.builds) == 2
+    assert (out / "latest.json").resolve() != (rdir / "bench.json").resolve()
+
+
+@needs_gnuplot
+def test_run_with_lockstat(tmp_path, fake_world):
+    doc = cmd_bench.run_bench(opts(tmp_path, reps=1, lockstat=True), out=lambda s: None)
+    assert [b[0] for b in fake_world.boots] == ["A", "B", "A", "B"]
+    assert ["-lockstat-" in os.path.basename(b[1]) for b in fake_world.boots] == \
+        [False, False, True, True]
+    assert ("a" * 40, "lockstat") in fake_world.builds
+    flav = [s["flavour"] for s in doc["samples"]]
+    assert flav.count("lockstat") == 2 * len([p for p in benchlib.make_points(QUICK)
+                                              if p.fs == "ext2"])
+    assert all(r["A"]["n"] == 1 for r in doc["stats"])   # lockstat samples not mixed in
+    assert set(doc["lockstat"]) == {"A", "B"}
+    assert doc["lockstat"]["A"]["statfs"][0]["name"] == "&sbi->s_lock"
+    t = [t for t in doc["targets"] if t["target"].startswith("lockstat")][0]
+    assert t["reached"] is False and "&sbi->s_lock" in t["detail"]
+    md = Path(tmp_path / "out" / "latest.md").read_text()
+    assert "## Lock statistics" in md and "**fs-wide**" in md
+    assert (Path(doc["run"]["dir"]) / "lockstat.txt").exists()
+
+
+@needs_gnuplot
+def test_failed_boot_is_an_error(tmp_path, fake_world):
+    fake_world.fail_boot = 3
+    with pytest.raises(ForkError, match="boot 3 .*failed: kernel report.*BUG"):
+        cmd_bench.run_bench(opts(tmp_path), out=lambda s: None)
+    assert not (tmp_path / "out" / "latest.json").exists()
+    partial = list((tmp_path / "out").glob("*/partial.json"))
+    assert len(partial) == 1
+    data = json.loads(partial[0].read_text())
+    assert data["run"]["failed"] and len(data["boots"]) == 3 and not data["boots"][-1]["ok"]
+    assert {s["boot"] for s in data["samples"]} == {0, 1}
+
+
+def test_bad_arguments(tmp_path, fake_world):
+    with pytest.raises(ForkError, match="--reps"):
+        cmd_bench.run_bench(opts(tmp_path, reps=0), out=lambda s: None)
+    with pytest.raises(ForkError, match="--only"):
+        cmd_bench.run_bench(opts(tmp_path, only="bogus"), out=lambda s: None)
+
+
+def test_missing_gnuplot(tmp_path, fake_world, monkeypatch):
+    monkeypatch.setattr(cmd_bench.shutil, "which",
+                        lambda name, *a, **k: None if name == "gnuplot" else shutil.which(name))
+    with pytest.raises(ForkError, match="apt-get install gnuplot-nox"):
+        cmd_bench.run_bench(opts(tmp_path), out=lambda s: None)
+
+
+def test_boot_adds_extra_files_to_the_initramfs(monkeypatch):
+    seen = {}
+
+    def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
+                       prog=None, label="boot", extra_files=None):
+        seen["extra"] = extra_files
+        return "booted"
+
+    monkeypatch.setattr(cmd_bench, "run_guest", fake_run_guest)
+    assert cmd_bench.boot("k", "s", [], 1, "l", None, "x", {"/a": "/b"}) == "booted"
+    assert seen["extra"] == {"/a": "/b"}
+
+
+@pytest.mark.skipif(not shutil.which("dbench") or not shutil.which("ldd"),
+                    reason="dbench not installed")
+def test_dbench_files():
+    files = cmd_bench.dbench_files()
+    assert files["/lib64/ld-linux-x86-64.so.2"]
+    assert files[benchlib.DBENCH_LOADFILE] == benchlib.DBENCH_LOADFILE
+    assert any(g.endswith("/libc.so.6") for g in files)
+    assert all(os.path.isfile(h) and not os.path.islink(h) for h in files.values())
+
+
+# ---------------------------------------------------------------------------
+# gnuplot
+
+def plot_doc():
+    pts = benchlib.make_points(QUICK)
+    samples = make_samples(pts, good_series)
+    return {"run": {"id": "test"}, "kernels": {"A": {"rev": "distro/6.12"},
+                                               "B": {"rev": "series/6.12"}},
+            "stats": benchlib.aggregate(samples, pts)}
+
+
+def test_gnuplot_script_generation():
+    script, files = benchlib.gnuplot_files(plot_doc(), "out.png")
+    assert set(files) == {"seed.dat", "statfs.dat"}
+    assert 'set output "out.png"' in script
+    assert "set logscale x" in script and "multiplot layout 1,2" in script
+    assert "seed.dat" in script and "statfs.dat" in script
+    seed_rows = [l for l in files["seed.dat"].splitlines() if not l.startswith("#")]
+    assert len(seed_rows) == 9 and all(len(shlex.split(l)) == 13 for l in seed_rows)
+    statfs_rows = [l.split() for l in files["statfs.dat"].splitlines()
+                   if not l.startswith("#")]
+    assert [r[0] for r in statfs_rows] == ["128", "1024", "8192"]
+    assert "tmpfs (B)" in script
+    # only one panel without seed points, none without seed and statfs
+    doc = plot_doc()
+    doc["stats"] = [r for r in doc["stats"] if r["workload"] != "seed"]
+    script, files = benchlib.gnuplot_files(doc, "x.png")
+    assert set(files) == {"statfs.dat"} and "layout 1,1" in script
+    doc["stats"] = [r for r in doc["stats"] if r["workload"] != "statfs"]
+    assert benchlib.gnuplot_files(doc, "x.png")[0] is None
+
+
+@needs_gnuplot
+def test_gnuplot_writes_png(tmp_path):
+    script, files = benchlib.gnuplot_files(plot_doc(), "out.png")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "plot.gp").write_text(script)
+    proc = subprocess.run(["gnuplot", "plot.gp"], cwd=tmp_path, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.png").stat().st_size > 1000
+
+
+def test_markdown_structure():
+    doc = plot_doc()
+    pts = benchlib.make_points(QUICK)
+    doc["samples"] = make_samples(pts, good_series)
+    doc["samples"][0]["loaded"] = True
+    doc["stats"] = benchlib.aggregate(doc["samples"], pts)
+    doc["targets"] = benchlib.targets(doc["stats"], doc["samples"])
+    doc["run"].update(reps=3, command="flock /tmp/heavy.lock tools/fork bench x y")
+    doc["lockstat"] = {}
+    md = benchlib.markdown(doc)
+    assert md.startswith("# fork bench test: distro/6.12 (A) vs series/6.12 (B)")
+    assert "Loaded samples: 1 of %d" % len(doc["samples"]) in md
+    assert " L1 " in md
+    tables = re.findall(r"^\| fs \| point \| A \| B \| B/A \| verdict \|$", md, re.M)
+    assert len(tables) == 4
+    assert "ext4 (ref)" in md and "tmpfs (ref)" in md
+    assert "no significant change" in md or "B better" in md
+
+
+# ---------------------------------------------------------------------------
+# integration: the real kernels in QEMU
+
+KERNEL = REPO / "work" / "build" / "6.12-base" / "arch" / "x86" / "boot" / "bzImage"
+
+
+@pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or not KERNEL.exists(),
+                    reason="set FORK_INTEGRATION=1 with a built kernel (slow: boots QEMU)")
+def test_integration_quick_run(tmp_path):
+    out = tmp_path / "bench"
+    proc = subprocess.run(["/usr/bin/python3", str(REPO / "tools" / "fork"), "bench",
+                           "--quick", "--reps", "1", "--out", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=3600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    data = json.loads((out / "latest.json").read_text())
+    pts = data["points"]
+    assert len(data["boots"]) == 2 and [b["kernel"] for b in data["boots"]] == ["A", "B"]
+    for b in data["boots"]:
+        assert b["ok"] and b["rc"] == 0 and not b["problems"] and not b["error"]
+        assert os.path.exists(b["log"])
+    assert len(data["samples"]) == 2 * len(pts)
+    seen = {(s["kernel"], s["point"]) for s in data["samples"]}
+    assert seen == {(k, p["key"]) for k in "AB" for p in pts}
+    for s in data["samples"]:
+        assert s["boot_rc"] == 0 and s["kernel_problems"] == 0
+        assert s["value"] > 0 and s["result"]["prog"] == \
+            {"seed": "seedload", "statfs": "statfsbench", "inode": "createbench",
+             "dbench": "dbench"}[s["workload"]]
+        assert data["boots"][s["boot"]]["ok"]
+    assert len(data["stats"]) == len(pts)
+    assert (out / "latest.png").stat().st_size > 0
+    assert "## Targets" in (out / "latest.md").read_text()

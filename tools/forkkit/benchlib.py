@@ -1,0 +1,874 @@
+"""Pure logic of `fork bench`: benchmark points, the guest script, parsing of
+the guest's output, statistics, the load rule, targets, lock statistics, and
+the markdown / gnuplot renderings.  Nothing here boots or builds anything, so
+all of it is unit-tested without QEMU (tests/test_bench.py).
+"""
+
+import math
+import re
+
+# ---------------------------------------------------------------------------
+# Workloads, sizes and points
+
+WORKLOADS = ["statfs", "seed", "inode", "dbench"]
+SEED_BLOCKS = [9, 16, 32]
+STATFS_GROUPS = [128, 1024, 8192]
+THREADS = [1, 2]
+
+# workload -> (program whose RESULT line is the sample, metric, better)
+METRICS = {
+    "seed": ("seedload", "ops_per_s", "higher"),
+    "statfs": ("statfsbench", "ns_per_call", "lower"),
+    "inode": ("createbench", "ops_per_s", "higher"),
+    "dbench": ("dbench", "mb_per_s", "higher"),
+}
+UNITS = {
+    "seed": "seed ops/s (one op = write N blocks + truncate to 0)",
+    "statfs": "ns per statfs() call (elapsed x threads / calls)",
+    "inode": "create+unlink ops/s",
+    "dbench": "dbench MB/s (client.txt load)",
+}
+
+# Disks attached to every guest, in order (/dev/vda, /dev/vdb, ...).
+# "work": the 4 KiB-block ext2 image of seed/inode/dbench (the ext2 driver
+# mounts vda, the ext4 driver vdb: two copies of one template, so both
+# drivers start from the very same bytes).  "g<N>": the 1 KiB-block ext2
+# images of statfs with N block groups (8 MiB each); each is mounted by the
+# ext2 driver, then by the ext4 driver.
+WORK_IMAGE = ("work", "2G", 4096)
+DISKS = [("work-ext2", WORK_IMAGE), ("work-ext4", WORK_IMAGE)] + \
+    [("g%d" % g, ("g%d" % g, "%dM" % (8 * g), 1024)) for g in STATFS_GROUPS]
+
+
+def device_of(disk_name):
+    """/dev/vdX of a disk by name (the order of DISKS)."""
+    names = [d[0] for d in DISKS]
+    return "/dev/vd" + "abcdefghijklmnopqrstuvwxyz"[names.index(disk_name)]
+
+
+# Sizes.  "full": a point takes a few seconds under TCG on the stock kernel
+# (measured on the 2-core development host, see BENCHMARKS.md); "quick": a
+# few hundred milliseconds, for tests and smoke runs.
+SIZES = {
+    "full": {
+        "seed_iters": {9: 4000, 16: 3000, 32: 2000},
+        "statfs_seconds": 2,
+        "create_files": 100,
+        "create_iters": 15,
+        "dbench_seconds": 5,
+        "dbench_clients": 2,
+    },
+    "quick": {
+        "seed_iters": {9: 400, 16: 300, 32: 200},
+        "statfs_seconds": 0.2,
+        "create_files": 50,
+        "create_iters": 4,
+        "dbench_seconds": 2,
+        "dbench_clients": 2,
+    },
+}
+
+PARAM_ORDER = ["groups", "n", "tasks", "threads", "dirs", "clients"]
+FS_ORDER = ["ext2", "ext4", "tmpfs"]
+
+
+class Point:
+    """One benchmark point: a workload on one filesystem with parameters."""
+
+    def __init__(self, workload, fs, params, cmd, phase):
+        self.workload = workload
+        self.fs = fs
+        self.params = dict(params)
+        self.cmd = cmd          # guest command line (prints one RESULT line)
+        self.phase = phase      # (fs, disk name or None): what must be mounted
+        self.prog, self.metric, self.better = METRICS[workload]
+
+    @property
+    def key(self):
+        parts = ["%s=%s" % (k, self.params[k]) for k in PARAM_ORDER if k in self.params]
+        return " ".join(["workload=" + self.workload, "fs=" + self.fs] + parts)
+
+    def to_json(self):
+        return {"key": self.key, "workload": self.workload, "fs": self.fs,
+                "params": self.params, "program": self.prog, "metric": self.metric,
+                "better": self.better, "cmd": self.cmd}
+
+    def __repr__(self):
+        return "Point(%s)" % self.key
+
+
+def parse_only(only):
+    """--only value (comma-separated) -> list of workloads, in run order."""
+    if not only:
+        return list(WORKLOADS)
+    want = [w.strip() for w in only.split(",") if w.strip()]
+    bad = [w for w in want if w not in WORKLOADS]
+    if bad or not want:
+        raise ValueError("unknown workload %s: choose from %s"
+                         % (", ".join(bad) or "''", ", ".join(WORKLOADS)))
+    return [w for w in WORKLOADS if w in want]
+
+
+def make_points(sizes, workloads=None):
+    """Every point of one guest boot, in the order the guest runs them."""
+    workloads = workloads or list(WORKLOADS)
+    pts = []
+    if "statfs" in workloads:
+        secs = sizes["statfs_seconds"]
+        for g in STATFS_GROUPS:
+            for fs in ("ext2", "ext4"):
+                for th in THREADS:
+                    pts.append(Point("statfs", fs, {"groups": g, "threads": th},
+                                     "statfsbench -T %d -t %s /mnt" % (th, secs),
+                                     (fs, "g%d" % g)))
+        for th in THREADS:
+            pts.append(Point("statfs", "tmpfs", {"threads": th},
+                             "statfsbench -T %d -t %s /mnt" % (th, secs), ("tmpfs", None)))
+    for fs in FS_ORDER:
+        phase = (fs, {"ext2": "work-ext2", "ext4": "work-ext4", "tmpfs": None}[fs])
+        if "seed" in workloads:
+            for n in SEED_BLOCKS:
+                m = sizes["seed_iters"][n]
+                variants = [(1, "separate", "/mnt/t0"),
+                            (2, "shared", "/mnt/s /mnt/s"),
+                            (2, "separate", "/mnt/t0 /mnt/t1")]
+                for tasks, dirs, args in variants:
+                    pts.append(Point("seed", fs, {"n": n, "tasks": tasks, "dirs": dirs},
+                                     "seedload -n %d -m %d %s" % (n, m, args), phase))
+        if "inode" in workloads:
+            for tasks in THREADS:
+                dirs = " ".join("/mnt/c%d" % i for i in range(tasks))
+                pts.append(Point("inode", fs, {"tasks": tasks, "dirs": "separate"},
+                                 "createbench -n %d -m %d %s" % (sizes["create_files"],
+                                                                 sizes["create_iters"], dirs),
+                                 phase))
+        if "dbench" in workloads:
+            c = sizes["dbench_clients"]
+            pts.append(Point("dbench", fs, {"clients": c},
+                             "run_dbench %s %d" % (sizes["dbench_seconds"], c), phase))
+    return pts
+
+
+def estimate_seconds(points, quick):
+    """A generous guess of one boot's duration (for the guest timeout)."""
+    per = {"seed": 4, "statfs": 3, "inode": 4, "dbench": 12}
+    if quick:
+        per = {"seed": 1, "statfs": 1, "inode": 1, "dbench": 5}
+    return 60 + sum(per[p.workload] for p in points)
+
+
+# ---------------------------------------------------------------------------
+# Guest script
+
+DBENCH_GUEST = "/usr/bin/dbench"
+DBENCH_LOADFILE = "/usr/share/dbench/client.txt"
+
+SCRIPT_HEAD = r"""set -e
+fail() { echo "BENCH-FAIL: $*"; exit 1; }
+run_dbench() {
+	rm -rf /mnt/db; mkdir /mnt/db
+	rc=0
+	dbench -t "$1" -c %(loadfile)s -D /mnt/db "$2" > /tmp/dbench.out 2>&1 || rc=$?
+	if [ "$rc" -ne 0 ]; then tail -n 20 /tmp/dbench.out; fail "dbench exited $rc"; fi
+	awk '/^Throughput/ { lat = $0; sub(/.*max_latency=/, "", lat); sub(/ .*/, "", lat);
+		printf "RESULT prog=dbench mb_per_s=%%s clients=%%s max_latency_ms=%%s\n", $2, $4, lat;
+		found = ($2 + 0 > 0) } END { exit !found }' /tmp/dbench.out || {
+		tail -n 20 /tmp/dbench.out; fail "no dbench Throughput line (or 0 MB/s)"; }
+	rm -rf /mnt/db
+}
+LOCK_STAT=/proc/lock_stat
+lockstat_reset() { echo 0 > "$LOCK_STAT" || fail "cannot reset $LOCK_STAT"; }
+# The classes of /proc/lock_stat in order of contentions, with their
+# contention sites, up to the first uncontended one (at most 25 classes).
+lockstat_dump() {
+	echo "LOCKSTAT-BEGIN workload=$1"
+	awk '/WARNING/ { print; next }
+	     /class name/ { hdr = 1; next }
+	     !hdr || /^-/ || /^\./ || /^[ \t]*$/ { next }
+	     match($0, /:[ \t]+[0-9]+[ \t]+[0-9]+[ \t]/) {
+		split(substr($0, RSTART + 1), f, " ")
+		if (++n > 25 || f[2] + 0 == 0) exit
+	     }
+	     { print }' "$LOCK_STAT"
+	echo "LOCKSTAT-END workload=$1"
+}
+"""
+
+
+def mount_cmds(phase):
+    fs, disk = phase
+    if fs == "tmpfs":
+        return ["mount -t tmpfs -o size=1g tmpfs /mnt || fail 'mount tmpfs'"]
+    return ["mount -t %s %s /mnt || fail 'mount -t %s %s'" % (fs, device_of(disk), fs,
+                                                               device_of(disk))]
+
+
+WORK_DIRS = "/mnt/s /mnt/t0 /mnt/t1 /mnt/c0 /mnt/c1"
+
+
+def has_dirs(phase):
+    """Phases of seed/inode/dbench get the top-level work directories (the
+    statfs images stay as mke2fs left them)."""
+    return phase[1] is None or phase[1].startswith("work")
+
+
+def unmount_cmds(phase):
+    out = []
+    if has_dirs(phase):
+        out.append("rmdir %s || fail 'leftover files in /mnt'" % WORK_DIRS)
+    out.append("sync; umount /mnt || fail 'umount /mnt'")
+    return out
+
+
+def guest_script(points, lockstat=False):
+    """The guest command for one boot: every point, each announced by a
+    `POINT id=<i> <key>` line and followed by its program's RESULT line.
+
+    With lockstat=True only the ext2 points run, and /proc/lock_stat is reset
+    before and dumped after each workload."""
+    lines = [SCRIPT_HEAD % {"loadfile": DBENCH_LOADFILE}]
+    chosen = [(i, p) for i, p in enumerate(points) if not lockstat or p.fs == "ext2"]
+    lines.append('echo "BENCH-BEGIN points=%d"' % len(chosen))
+    cur_phase = None
+    cur_wl = None
+    for n, (i, p) in enumerate(chosen):
+        if lockstat and p.workload != cur_wl:
+            if cur_wl is not None:
+                lines.append("lockstat_dump %s" % cur_wl)
+            cur_wl = p.workload
+            pending_reset = True
+        else:
+            pending_reset = False
+        if p.phase != cur_phase:
+            if cur_phase is not None:
+                lines += unmount_cmds(cur_phase)
+            lines += mount_cmds(p.phase)
+            if has_dirs(p.phase):
+                lines.append("mkdir %s" % WORK_DIRS)
+            cur_phase = p.phase
+        if pending_reset:
+            lines.append("sync; lockstat_reset")
+        lines.append("sync")
+        lines.append('echo "POINT id=%d %s"' % (i, p.key))
+        lines.append("%s || fail 'point %d: %s'" % (p.cmd, i, p.cmd))
+    if lockstat and cur_wl is not None:
+        lines.append("lockstat_dump %s" % cur_wl)
+    if cur_phase is not None:
+        lines += unmount_cmds(cur_phase)
+    lines.append('echo "BENCH-END points=%d"' % len(chosen))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Parsing the guest's output
+
+POINT_RE = re.compile(r"POINT id=(\d+) (.*?)\s*$")
+
+
+class ParseError(Exception):
+    pass
+
+
+def _fields(line):
+    idx = line.find("RESULT ")
+    out = {}
+    for kv in line[idx + len("RESULT "):].split():
+        if "=" in kv:
+            k, v = kv.split("=", 1)
+            out[k] = v
+    return out
+
+
+def parse_output(output, points, lockstat=False):
+    """Guest output -> ({point id: RESULT fields}, {workload: [lockstat lines]}).
+
+    Every point the script runs must have exactly one RESULT line of the
+    expected program; anything else raises ParseError."""
+    want = {i for i, p in enumerate(points) if not lockstat or p.fs == "ext2"}
+    results = {}
+    dumps = {}
+    cur = None
+    dump = None
+    ended = False
+    for line in output:
+        if dump is not None:
+            if "LOCKSTAT-END" in line:
+                dump = None
+            else:
+                dump.append(line)
+            continue
+        m = POINT_RE.search(line)
+        if m:
+            i = int(m.group(1))
+            if i >= len(points) or points[i].key != m.group(2):
+                raise ParseError("guest announced an unknown point: %s" % line.strip())
+            if cur is not None:
+                raise ParseError("point %d (%s) printed no RESULT line"
+                                 % (cur, points[cur].key))
+            cur = i
+            continue
+        if "RESULT " in line:
+            if cur is None:
+                raise ParseError("RESULT line outside any point: %s" % line.strip())
+            fields = _fields(line)
+            if fields.get("prog") != points[cur].prog:
+                raise ParseError("point %d (%s): RESULT of %s, expected %s"
+                                 % (cur, points[cur].key, fields.get("prog"), points[cur].prog))
+            try:
+                value = float(fields[points[cur].metric])
+            except (KeyError, ValueError):
+                raise ParseError("point %d: RESULT has no %s: %s"
+                                 % (cur, points[cur].metric, line.strip()))
+            if not value > 0 or not finite(value):
+                raise ParseError("point %d (%s): %s=%s, not a measurement"
+                                 % (cur, points[cur].key, points[cur].metric,
+                                    fields[points[cur].metric]))
+            results[cur] = fields
+            cur = None
+            continue
+        m = re.search(r"LOCKSTAT-BEGIN workload=(\S+)", line)
+        if m:
+            dump = dumps.setdefault(m.group(1), [])
+            continue
+        if "BENCH-END" in line:
+            ended = True
+    if cur is not None:
+        raise ParseError("point %d (%s) printed no RESULT line" % (cur, points[cur].key))
+    missing = sorted(want - set(results))
+    if missing:
+        raise ParseError("%d point(s) without a result, first: %s"
+                         % (len(missing), points[missing[0]].key))
+    if not ended:
+        raise ParseError("the guest script did not reach its end (no BENCH-END line)")
+    return results, dumps
+
+
+# ---------------------------------------------------------------------------
+# Lock statistics
+
+LS_CLASS_RE = re.compile(
+    r"^\s*(?P<name>\S.*?)(?P<rw>-[WR])?:\s+(?P<con_bounces>\d+)\s+(?P<contentions>\d+)"
+    r"\s+(?P<wait_min>[\d.]+)\s+(?P<wait_max>[\d.]+)\s+(?P<wait_total>[\d.]+)"
+    r"\s+(?P<wait_avg>[\d.]+)\s+(?P<acq_bounces>\d+)\s+(?P<acquisitions>\d+)"
+    r"(?:\s+(?P<hold_min>[\d.]+)\s+(?P<hold_max>[\d.]+)\s+(?P<hold_total>[\d.]+)"
+    r"\s+(?P<hold_avg>[\d.]+))?\s*$")
+LS_SITE_RE = re.compile(r"^\s*(?P<name>\S.*?)\s+(?P<count>\d+)\s+\[<[0-9a-fA-Fx]+>\]\s+(?P<sym>\S+)\s*$")
+LS_DASH_RE = re.compile(r"^\s+-+\s*$")
+
+# Filesystem-wide ext2 locks: one per superblock, taken on every allocation
+# (reservation windows, inode generation numbers, the superblock lock).
+FS_WIDE_EXT2_RE = re.compile(r"(?:^|[>.&(])(s_rsv_window_lock|s_next_gen_lock|s_lock)\b")
+
+
+def parse_lockstat(lines):
+    """Lines of a /proc/lock_stat dump -> [class dict], most contended first.
+
+    Times are microseconds (as /proc/lock_stat prints them).  `sites` are the
+    call sites where waiters were contended, `holders` those of the holders."""
+    classes = []
+    cur = None
+    sets = 0
+    warnings = []
+    for line in lines:
+        if "WARNING" in line:
+            warnings.append(line.strip())
+            continue
+        m = LS_CLASS_RE.match(line)
+        if m:
+            cur = {"name": m.group("name") + (m.group("rw") or ""),
+                   "contentions": int(m.group("contentions")),
+                   "con_bounces": int(m.group("con_bounces")),
+                   "waittime_total_us": float(m.group("wait_total")),
+                   "waittime_max_us": float(m.group("wait_max")),
+                   "acquisitions": int(m.group("acquisitions")),
+                   "holdtime_total_us": float(m.group("hold_total") or 0),
+                   "sites": [], "holders": []}
+            classes.append(cur)
+            sets = 0
+            continue
+        if cur is not None and LS_DASH_RE.match(line):
+            sets += 1
+            continue
+        m = LS_SITE_RE.match(line)
+        if m and cur is not None:
+            (cur["sites"] if sets <= 1 else cur["holders"]).append(
+                {"count": int(m.group("count")), "symbol": m.group("sym")})
+    classes.sort(key=lambda c: (-c["contentions"], -c["waittime_total_us"]))
+    return classes, warnings
+
+
+def fs_wide_ext2(classes):
+    """The contended classes that are filesystem-wide ext2 locks."""
+    return [c for c in classes if c["contentions"] > 0 and FS_WIDE_EXT2_RE.search(c["name"])]
+
+
+def percpu_counter_locks(classes):
+    """Contended percpu_counter spinlocks (lockdep names them `key#N`):
+    per counter, so filesystem-wide for a superblock's free counts; taken by
+    percpu_counter_sum() as in the ext4 driver's statfs."""
+    return [c for c in classes if c["contentions"] > 0 and
+            any(s["symbol"].split("+")[0].lstrip("_").startswith("percpu_counter")
+                for s in c["sites"])]
+
+
+# ---------------------------------------------------------------------------
+# Statistics
+
+def median(xs):
+    xs = sorted(xs)
+    if not xs:
+        raise ValueError("median of nothing")
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+
+
+def summary(xs):
+    xs = list(xs)
+    if not xs:
+        return None
+    return {"n": len(xs), "median": median(xs), "min": min(xs), "max": max(xs)}
+
+
+def compare(a, b, better="higher"):
+    """B against A from two summaries: ratio of medians, its spread (the
+    ratio's extreme values over the min..max ranges) and a verdict.
+
+    The change is "no significant change" when the ratio's spread crosses
+    1.0; it is judged only with at least two samples on each side."""
+    if not a or not b or a["median"] == 0 or a["min"] <= 0 or a["max"] <= 0:
+        return {"ratio": None, "ratio_lo": None, "ratio_hi": None, "verdict": "n/a"}
+    ratio = b["median"] / a["median"]
+    lo = b["min"] / a["max"]
+    hi = b["max"] / a["min"]
+    if a["n"] < 2 or b["n"] < 2:
+        verdict = "not judged (1 sample)"
+    elif lo <= 1.0 <= hi:
+        verdict = "no significant change"
+    elif (lo > 1.0) == (better == "higher"):
+        verdict = "B better"
+    else:
+        verdict = "B worse"
+    return {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "verdict": verdict}
+
+
+def not_worse(cmp):
+    """B >= A within noise: True, False, or None when not judged."""
+    if cmp["verdict"] in ("n/a", "not judged (1 sample)"):
+        return None
+    return cmp["verdict"] != "B worse"
+
+
+# ---------------------------------------------------------------------------
+# Host load
+
+OTHER_CPU_LIMIT = 0.5    # CPUs used on average by processes other than ours
+MIN_MEASURE_S = 0.5      # shorter points: CPU shares are not meaningful
+
+LOAD_RULE = ("a sample is marked loaded (L) when processes other than the benchmark's own "
+             "(its QEMU guest, itself and its children) used more than %.1f CPU on average "
+             "during the point: host /proc/stat busy time minus QEMU's own CPU time; for "
+             "points shorter than %.1fs, during the whole boot instead. The 1-minute load "
+             "average (os.getloadavg) is recorded before and after every point and boot but "
+             "not used: it counts QEMU's own threads (2.5-3.5 with nothing else running on "
+             "the 2-CPU development host) and lags by a minute"
+             % (OTHER_CPU_LIMIT, MIN_MEASURE_S))
+
+
+def is_loaded(load):
+    """Apply LOAD_RULE to one sample's load record."""
+    other = load.get("other_cpu")
+    if other is None:
+        other = load.get("boot_other_cpu")
+    return other is not None and other > OTHER_CPU_LIMIT
+
+
+def other_cpu(start, end, own=("qemu", "self")):
+    """CPUs used by others between two snapshots {t, busy, hz, <own>...}
+    (ticks); None when too short or when one of our own counters is missing."""
+    if not start or not end:
+        return None
+    dt = end["t"] - start["t"]
+    if dt < MIN_MEASURE_S or start.get("busy") is None or end.get("busy") is None:
+        return None
+    hz = end.get("hz", 100)
+    ours = 0
+    for k in own:
+        if start.get(k) is None or end.get(k) is None:
+            return None
+        ours += end[k] - start[k]
+    return max(0.0, (end["busy"] - start["busy"] - ours) / hz / dt)
+
+
+# ---------------------------------------------------------------------------
+# Aggregation
+
+def aggregate(samples, points):
+    """Per point: A and B summaries of the metric and the comparison."""
+    rows = []
+    for p in points:
+        vals = {"A": [], "B": []}
+        loaded = {"A": 0, "B": 0}
+        for s in samples:
+            if s["point"] == p.key and s["flavour"] == "base" and s["kernel"] in vals:
+                vals[s["kernel"]].append(s["value"])
+                loaded[s["kernel"]] += 1 if s["loaded"] else 0
+        a, b = summary(vals["A"]), summary(vals["B"])
+        if not a and not b:
+            continue
+        row = {"point": p.key, "workload": p.workload, "fs": p.fs, "params": p.params,
+               "metric": p.metric, "better": p.better, "A": a, "B": b,
+               "loaded": loaded}
+        row.update(compare(a, b, p.better))
+        rows.append(row)
+    return rows
+
+
+def _row(rows, workload, fs, **params):
+    for r in rows:
+        if r["workload"] == workload and r["fs"] == fs and \
+                all(r["params"].get(k) == v for k, v in params.items()):
+            return r
+    return None
+
+
+def _med(row, kernel):
+    if row and row.get(kernel):
+        return row[kernel]["median"]
+    return None
+
+
+def _extra(samples, workload, fs, kernel, field, **params):
+    """Median of another RESULT field over the base-flavour samples."""
+    xs = [float(s["result"][field]) for s in samples
+          if s["workload"] == workload and s["fs"] == fs and s["kernel"] == kernel
+          and s["flavour"] == "base" and field in s["result"]
+          and all(s["params"].get(k) == v for k, v in params.items())]
+    return median(xs) if xs else None
+
+
+def _fmt_x(x):
+    return "-" if x is None else ("%.3g" % x)
+
+
+def targets(rows, samples, lockstat=None):
+    """The goals of the series, each reached (True), not (False) or not
+    measured/judged (None), with the figures behind it."""
+    out = []
+
+    def add(name, reached, detail):
+        out.append({"target": name, "reached": reached, "detail": detail})
+
+    # statfs
+    def statfs_target(name, ratio_fn, ok_fn, fmt):
+        vals, oks = [], []
+        for th in THREADS:
+            r = ratio_fn(th)
+            if r is None:
+                continue
+            vals.append(fmt % (th, r))
+            oks.append(ok_fn(r))
+        add(name, (all(oks) if oks else None), "; ".join(vals) or "not measured")
+
+    def b8192_vs(th, fs, groups, kernel):
+        num = _med(_row(rows, "statfs", "ext2", groups=8192, threads=th), "B")
+        den = _med(_row(rows, "statfs", fs, groups=groups, threads=th), kernel)
+        return num / den if num and den else None
+
+    statfs_target("statfs: B at 8192 groups within 1.2x of B at 128 groups",
+                  lambda th: b8192_vs(th, "ext2", 128, "B"), lambda r: r <= 1.2,
+                  "%d thread(s): %.2fx")
+    statfs_target("statfs: B at 8192 groups within 1.2x of the ext4 driver on the same image",
+                  lambda th: b8192_vs(th, "ext4", 8192, "B"), lambda r: r <= 1.2,
+                  "%d thread(s): %.2fx")
+
+    def a_over_b(th):
+        r = _row(rows, "statfs", "ext2", groups=8192, threads=th)
+        a, b = _med(r, "A"), _med(r, "B")
+        return a / b if a and b else None
+
+    statfs_target("statfs: B at 8192 groups >= 50x cheaper than A", a_over_b,
+                  lambda r: r >= 50, "%d thread(s): A/B = %.1fx")
+    # 2 threads at least as many calls as 1 (B, ext2, every group count)
+    vals, oks = [], []
+    for g in STATFS_GROUPS:
+        c1 = _extra(samples, "statfs", "ext2", "B", "calls_per_s", groups=g, threads=1)
+        c2 = _extra(samples, "statfs", "ext2", "B", "calls_per_s", groups=g, threads=2)
+        if c1 and c2:
+            vals.append("%d groups: %.2fx" % (g, c2 / c1))
+            oks.append(c2 >= c1)
+    add("statfs: B with 2 threads makes at least as many calls as with 1",
+        all(oks) if oks else None, "; ".join(vals) or "not measured")
+
+    # seed
+    seed_rows = [r for r in rows if r["workload"] == "seed" and r["fs"] == "ext2"]
+    judged = [(r, not_worse(r)) for r in seed_rows]
+    if not seed_rows:
+        add("seed: B >= A at every ext2 point within noise", None, "not measured")
+    else:
+        worse = [r["point"] for r, ok in judged if ok is False]
+        unjudged = [r for r, ok in judged if ok is None]
+        reached = False if worse else (None if unjudged else True)
+        detail = ("worse: %s" % "; ".join(worse)) if worse else \
+            ("not judged: fewer than 2 samples" if unjudged else
+             "ratios %s" % ", ".join(_fmt_x(r["ratio"]) for r in seed_rows))
+        add("seed: B >= A at every ext2 point within noise", reached, detail)
+    vals, oks = [], []
+    for n in SEED_BLOCKS:
+        b1 = _med(_row(rows, "seed", "ext2", n=n, tasks=1), "B")
+        b2 = _med(_row(rows, "seed", "ext2", n=n, tasks=2, dirs="separate"), "B")
+        t1 = _med(_row(rows, "seed", "tmpfs", n=n, tasks=1), "B")
+        t2 = _med(_row(rows, "seed", "tmpfs", n=n, tasks=2, dirs="separate"), "B")
+        if b1 and b2 and t1 and t2:
+            sb, st = b2 / b1, t2 / t1
+            vals.append("n=%d: ext2 %.2fx, tmpfs %.2fx (%.2f)" % (n, sb, st, sb / st))
+            oks.append(sb >= 0.95 * st)
+    add("seed: B's 2-task/1-task scaling (separate dirs) >= 0.95x tmpfs's",
+        all(oks) if oks else None, "; ".join(vals) or "not measured")
+
+    # inode
+    inode_rows = [r for r in rows if r["workload"] == "inode" and r["fs"] == "ext2"]
+    if not inode_rows:
+        add("inode: B >= A within noise", None, "not measured")
+    else:
+        oks = [not_worse(r) for r in inode_rows]
+        reached = False if False in oks else (None if None in oks else True)
+        add("inode: B >= A within noise", reached,
+            ", ".join("%s tasks: %s (%s)" % (r["params"]["tasks"], _fmt_x(r["ratio"]),
+                                              r["verdict"]) for r in inode_rows))
+
+    # lock statistics
+    if not lockstat:
+        add("lockstat: no filesystem-wide ext2 lock among B's contended classes", None,
+            "not measured (run with --lockstat)")
+    else:
+        found = []
+        for wl, classes in sorted(lockstat.get("B", {}).items()):
+            for c in fs_wide_ext2(classes):
+                found.append("%s: %s (%d contentions)" % (wl, c["name"], c["contentions"]))
+        detail = "; ".join(found) or "none contended (A: %s)" % (
+            "; ".join("%s: %s" % (wl, ", ".join(c["name"] for c in fs_wide_ext2(cl)))
+                      for wl, cl in sorted(lockstat.get("A", {}).items())
+                      if fs_wide_ext2(cl)) or "none either")
+        pcpu = ["%s: %s (%d contentions at %s)" % (wl, c["name"], c["contentions"],
+                                                   c["sites"][0]["symbol"])
+                for wl, classes in sorted(lockstat.get("B", {}).items())
+                for c in percpu_counter_locks(classes)]
+        if pcpu:
+            detail += "; note, percpu counter locks contended in B: " + "; ".join(pcpu)
+        add("lockstat: no filesystem-wide ext2 lock among B's contended classes",
+            not found, detail)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Markdown
+
+TCG_NOTE = ("Absolute figures are QEMU TCG (emulated CPU) times, far from native speed and "
+            "host-dependent: compare the B/A ratios and the reference rows, not absolute "
+            "values.")
+
+
+def _num(x):
+    if x is None:
+        return "-"
+    if x >= 100:
+        return "%.0f" % x
+    if x >= 10:
+        return "%.1f" % x
+    return "%.3g" % x
+
+
+def _cell(s, loaded):
+    if not s:
+        return "-"
+    txt = "%s [%s..%s]" % (_num(s["median"]), _num(s["min"]), _num(s["max"]))
+    if s["n"] > 1:
+        txt += " n=%d" % s["n"]
+    if loaded:
+        txt += " L%d" % loaded
+    return txt
+
+
+def _params(r):
+    return " ".join("%s=%s" % (k, r["params"][k]) for k in PARAM_ORDER if k in r["params"])
+
+
+def markdown(doc):
+    meta = doc["run"]
+    ka, kb = doc["kernels"].get("A", {}), doc["kernels"].get("B", {})
+    out = ["# fork bench %s: %s (A) vs %s (B)" % (meta["id"], ka.get("rev"), kb.get("rev")), ""]
+    out.append("- A: `%s` = %s, B: `%s` = %s%s" % (
+        ka.get("rev"), (ka.get("commit") or "?")[:12], kb.get("rev"),
+        (kb.get("commit") or "?")[:12],
+        " (the same commit: an A/A run, every difference is noise)"
+        if ka.get("commit") and ka.get("commit") == kb.get("commit") else ""))
+    out.append("- %d repetition(s), boots interleaved A B A B ...; one boot per kernel and "
+               "repetition runs every point%s" % (meta["reps"], "; --quick sizes" if
+                                                 meta.get("quick") else ""))
+    out.append("- guest: %s" % meta.get("guest", ""))
+    out.append("- **%s**" % TCG_NOTE)
+    out.append("- cells: median [min..max] n=samples; B/A: ratio of medians [extremes over "
+               "the ranges]; *no significant change* when that spread crosses 1.0")
+    out.append("- load: %s. Loaded samples: %d of %d." % (
+        LOAD_RULE, sum(1 for s in doc["samples"] if s["loaded"]), len(doc["samples"])))
+    out.append("- reproduce: `%s`" % meta.get("command", ""))
+    out.append("")
+    out.append("## Targets")
+    out.append("")
+    out.append("| target | result | figures |")
+    out.append("|---|---|---|")
+    for t in doc["targets"]:
+        res = {True: "reached", False: "**not reached**", None: "not measured / not judged"}[
+            t["reached"]]
+        out.append("| %s | %s | %s |" % (t["target"], res, t["detail"]))
+    for wl in WORKLOADS:
+        rows = [r for r in doc["stats"] if r["workload"] == wl]
+        if not rows:
+            continue
+        out.append("")
+        out.append("## %s: %s, %s is better" % (wl, UNITS[wl], rows[0]["better"]))
+        out.append("")
+        out.append("| fs | point | A | B | B/A | verdict |")
+        out.append("|---|---|---|---|---|---|")
+        for r in rows:
+            ratio = "-" if r["ratio"] is None else "%.3g [%.3g..%.3g]" % (
+                r["ratio"], r["ratio_lo"], r["ratio_hi"])
+            out.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["fs"] + ("" if r["fs"] == "ext2" else " (ref)"), _params(r),
+                _cell(r["A"], r["loaded"]["A"]), _cell(r["B"], r["loaded"]["B"]), ratio,
+                r["verdict"]))
+    ls = doc.get("lockstat")
+    if ls:
+        out.append("")
+        out.append("## Lock statistics (lockstat kernels, ext2 points only)")
+        out.append("")
+        out.append("Top contended lock classes per workload; wait total in microseconds "
+                   "(lockstat kernels are slower still: compare A with B only).")
+        for wl in WORKLOADS:
+            have = [k for k in ("A", "B") if wl in ls.get(k, {})]
+            if not have:
+                continue
+            out.append("")
+            out.append("### %s" % wl)
+            for k in have:
+                out.append("")
+                out.append("%s (%s):" % (k, doc["kernels"].get(k, {}).get("rev")))
+                out.append("")
+                out.append("| class | contentions | wait total us | acquisitions | top site |")
+                out.append("|---|---|---|---|---|")
+                top = [c for c in ls[k][wl] if c["contentions"] > 0][:8]
+                if not top:
+                    out.append("| (no contended class) | | | | |")
+                for c in top:
+                    out.append("| %s%s | %d | %.1f | %d | %s |" % (
+                        c["name"], " **fs-wide**" if FS_WIDE_EXT2_RE.search(c["name"]) else
+                        (" (percpu counter)" if percpu_counter_locks([c]) else ""),
+                        c["contentions"], c["waittime_total_us"], c["acquisitions"],
+                        c["sites"][0]["symbol"] if c["sites"] else "-"))
+    out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# gnuplot
+
+def plot_data(doc):
+    """(seed rows, statfs rows) for the plot: lists of tuples."""
+    rows = doc["stats"]
+    seed = []
+    for n in SEED_BLOCKS:
+        for tasks, dirs in ((1, "separate"), (2, "shared"), (2, "separate")):
+            label = "n=%d %s" % (n, "1 task" if tasks == 1 else "2 %s" % dirs)
+            cols = []
+            for fs, k in (("ext2", "A"), ("ext2", "B"), ("ext4", "B"), ("tmpfs", "B")):
+                r = _row(rows, "seed", fs, n=n, tasks=tasks, dirs=dirs)
+                s = r and r.get(k)
+                cols.append((s["median"], s["min"], s["max"]) if s else None)
+            if any(cols):
+                seed.append((label, cols))
+    statfs = []
+    for g in STATFS_GROUPS:
+        cols = []
+        for fs, k, th in (("ext2", "A", 1), ("ext2", "B", 1), ("ext4", "B", 1),
+                          ("ext2", "A", 2), ("ext2", "B", 2)):
+            r = _row(rows, "statfs", fs, groups=g, threads=th)
+            s = r and r.get(k)
+            cols.append((s["median"], s["min"], s["max"]) if s else None)
+        if any(cols):
+            statfs.append((g, cols))
+    tmpfs = _med(_row(rows, "statfs", "tmpfs", threads=1), "B")
+    return seed, statfs, tmpfs
+
+
+def _dat(cols):
+    out = []
+    for c in cols:
+        out += ["NaN"] * 3 if c is None else ["%.6g" % x for x in c]
+    return " ".join(out)
+
+
+def gnuplot_files(doc, png):
+    """-> (script text, {data file name: text}); data files live beside the
+    script (gnuplot runs in that directory)."""
+    seed, statfs, tmpfs = plot_data(doc)
+    files = {}
+    panels = []
+    if seed:
+        files["seed.dat"] = "# label  A ext2 (med min max)  B ext2  B ext4-driver  B tmpfs\n" + \
+            "".join('"%s" %s\n' % (label, _dat(cols)) for label, cols in seed)
+        panels.append("""set title "seed: ops/s (TCG; compare ratios)"
+set style data histogram
+set style histogram errorbars gap 1 lw 1
+set style fill solid 0.6 border -1
+set ylabel "ops/s"
+set xtics rotate by -35 font ",8"
+set yrange [0:*]
+set key inside top left horizontal maxrows 2 font ",9"
+set offsets 0, 0, graph 0.15, 0
+unset logscale
+plot "seed.dat" using 2:3:4:xtic(1) title "A ext2", \\
+     "" using 5:6:7 title "B ext2", \\
+     "" using 8:9:10 title "ext4 driver (B)", \\
+     "" using 11:12:13 title "tmpfs (B)"
+""")
+    if statfs:
+        files["statfs.dat"] = "# groups  A ext2 T1 (med min max)  B ext2 T1  B ext4 T1  " \
+                              "A ext2 T2  B ext2 T2\n" + \
+            "".join("%d %s\n" % (g, _dat(cols)) for g, cols in statfs)
+        tline = ""
+        if tmpfs:
+            tline = ', \\\n     %.6g with lines dt 3 lc rgb "gray40" title "tmpfs (B)"' % tmpfs
+        panels.append("""set title "statfs: ns per call vs block groups (TCG; compare ratios)"
+set style data yerrorlines
+set logscale x 2
+set logscale y 10
+set xrange [96:11000]
+set yrange [*:*]
+set xtics (128, 1024, 8192) rotate by 0 font ",9"
+set ylabel "ns per call"
+set format y "10^{%%T}"
+set xlabel "block groups (1 KiB blocks, 8 MiB each)"
+set key inside top left vertical maxrows auto font ",9"
+set offsets 0, 0, 0, 0
+plot "statfs.dat" using 1:2:3:4 title "A ext2, 1 thread" lw 2, \\
+     "" using 1:5:6:7 title "B ext2, 1 thread" lw 2, \\
+     "" using 1:8:9:10 title "ext4 driver (B), 1 thread", \\
+     "" using 1:11:12:13 title "A ext2, 2 threads" dt 2, \\
+     "" using 1:14:15:16 title "B ext2, 2 threads" dt 2%s
+""" % tline)
+    if not panels:
+        return None, files
+    script = ['set terminal pngcairo size %d,560 font ",10"' % (720 * len(panels)),
+              'set output "%s"' % png, "set grid ytics",
+              "set multiplot layout 1,%d title \"%s\"" % (
+                  len(panels), "fork bench %s: A %s vs B %s" % (
+                      doc["run"]["id"], doc["kernels"].get("A", {}).get("rev"),
+                      doc["kernels"].get("B", {}).get("rev"))),
+              ""]
+    script += panels
+    script += ["unset multiplot", "unset output", ""]
+    return "\n".join(script), files
+
+
+def finite(x):
+    return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))

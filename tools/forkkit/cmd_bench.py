@@ -1,0 +1,603 @@
+"""bench: A/B benchmarks of two revisions (stock vs series) side by side.
+
+    tools/fork bench [A] [B] [--reps R] [--quick] [--lockstat] [--only W,...] [--out DIR]
+
+A defaults to ``distro/<ver>`` (stock), B to ``series/<ver>``.  Both are built
+with the same config (flavour ``base``) and booted with the same QEMU
+arguments (TCG, -smp 2, 2048 MiB) on fresh copies of the same disk images.
+One guest boot per kernel and repetition runs every point in sequence;
+boots are interleaved A B A B ... for R repetitions (default 3).
+
+Workloads (ci/guest programs plus dbench), each with reference rows from the
+same boot: the ext4 driver mounting the very same ext2 image, and tmpfs.
+
+  statfs  statfsbench, 1 and 2 threads, ext2 of 128, 1024, 8192 groups
+  seed    seedload, 1 and 2 tasks, N = 9, 16, 32 blocks, the 2 tasks' files
+          in one directory or in separate top-level directories
+  inode   createbench, 1 and 2 tasks in private directories
+  dbench  dbench -t 5 with 2 clients (client.txt load)
+
+Each point gets median, min..max and the B/A ratio with its spread; a
+spread crossing 1.0 is "no significant change".  The host's load is
+recorded around every point and samples taken under load are marked.
+``--lockstat`` also builds the ``lockstat`` flavour of A and B and boots
+each once more, resetting /proc/lock_stat before and dumping it after each
+workload (ext2 points only), for the top contended lock classes.
+
+Output: work/bench/<timestamp>/bench.{json,md,cmd,png} (every sample, the
+tables with the targets, the command to reproduce, a plot) and
+work/bench/latest.{json,md,cmd,png} pointing at the newest run.  Absolute
+figures are TCG times: compare ratios.  A failed boot is an error.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import threading
+import time
+
+from . import benchlib, guesttests
+from .cmd_boot import failure_message, run_guest
+from .cmd_build import build
+from .common import REPO, ForkError, Progress, ensure_dir, rev_parse, run, which, wpath
+
+HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
+
+SMP = 2
+MEM = "2048"
+OUTPUTS = ("json", "md", "cmd", "png")
+# Fixed identifiers: the templates are byte-identical from run to run.
+IMAGE_UUID = "6b1f0c1e-5e6c-4b51-9d5c-3a6f1f2a0001"
+IMAGE_HASH_SEED = "6b1f0c1e-5e6c-4b51-9d5c-3a6f1f2a0002"
+
+
+def add_arguments(p):
+    p.add_argument("a", nargs="?", metavar="A",
+                   help="baseline revision (default: distro/<ver>, the stock kernel)")
+    p.add_argument("b", nargs="?", metavar="B",
+                   help="revision under test (default: series/<ver>)")
+    p.add_argument("--reps", type=int, default=3,
+                   help="repetitions: boots of each kernel, interleaved A B A B (default 3; "
+                        "0 with --lockstat for lock statistics only)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes (a few hundred ms per point): for tests and smoke runs")
+    p.add_argument("--lockstat", action="store_true",
+                   help="also boot lockstat-flavour builds of A and B once each and report "
+                        "the top contended lock classes per workload")
+    p.add_argument("--only", metavar="WORKLOAD",
+                   help="run only these workloads (comma-separated): %s"
+                        % ", ".join(benchlib.WORKLOADS))
+    p.add_argument("--out", metavar="DIR",
+                   help="output directory (default work/bench): the run goes to "
+                        "DIR/<timestamp>/, DIR/latest.* point at it")
+    p.add_argument("--rebuild", action="store_true",
+                   help="rebuild the kernels even if work/bench/kernels has them")
+    p.add_argument("--timeout", type=int, default=0,
+                   help="guest timeout per boot in seconds (default: from the sizes)")
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+def config_hash(flavour):
+    """What decides a build besides the commit: the kconfig fragments and the
+    build procedure itself."""
+    from .cmd_build import FLAVOURS
+    h = hashlib.sha256(flavour.encode())
+    paths = [os.path.join(REPO, "ci", "kconfig", f) for f in FLAVOURS[flavour]]
+    paths.append(os.path.join(REPO, "tools", "forkkit", "cmd_build.py"))
+    for path in paths:
+        with open(path, "rb") as fh:
+            h.update(fh.read())
+    return h.hexdigest()[:10]
+
+
+def kernel_image(rev, flavour, prog, rebuild=False):
+    """Build `rev` (flavour) and keep a private copy of its bzImage: all
+    builds of a flavour share one build directory, so A's image would be
+    overwritten by B's build.  Copies are reused by commit + config."""
+    commit = rev_parse(rev)
+    kdir = ensure_dir(wpath("bench", "kernels"))
+    dest = os.path.join(kdir, "%s-%s-%s.bzImage" % (commit[:12], flavour, config_hash(flavour)))
+    info = {"rev": rev, "commit": commit, "flavour": flavour, "image": dest}
+    if os.path.exists(dest) and not rebuild:
+        prog.say("%s (%s) %s: kernel cached at %s" % (rev, commit[:12], flavour, dest))
+        info["cached"] = True
+        return info
+    res = build(commit, flavour, do_patchcheck=False, prog=prog)
+    if res.commit != commit:
+        raise ForkError("build of %s produced %s, expected %s" % (rev, res.commit, commit))
+    tmp = dest + ".tmp"
+    shutil.copyfile(res.image, tmp)
+    os.replace(tmp, dest)
+    info.update(cached=False, build_log=res.log)
+    return info
+
+
+# ---------------------------------------------------------------------------
+# Disk images
+
+def make_templates(idir, log):
+    """One template per distinct image in benchlib.DISKS, made sparse."""
+    which("mke2fs", "e2fsprogs")
+    templates = {}
+    for _, (tname, size, bs) in benchlib.DISKS:
+        if tname in templates:
+            continue
+        path = os.path.join(idir, tname + ".tmpl")
+        if os.path.exists(path):
+            os.unlink(path)
+        # On an existing sparse file mke2fs zeroes the inode tables by
+        # punching holes (38 MB for 8192 groups instead of 1.1 GB written).
+        with open(path, "wb") as fh:
+            fh.truncate(parse_size(size))
+        run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", str(bs), "-U", IMAGE_UUID,
+             "-E", "hash_seed=%s" % IMAGE_HASH_SEED, path],
+            env={"E2FSPROGS_FAKE_TIME": "946684800"}, log=log)
+        templates[tname] = path
+    return templates
+
+
+def parse_size(size):
+    """'2G', '512M' -> bytes."""
+    m = re.match(r"^(\d+)([KMG]?)$", size)
+    if not m:
+        raise ValueError("bad size %r" % size)
+    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
+
+
+def fresh_disks(templates, idir, log):
+    disks = []
+    for name, (tname, _, _) in benchlib.DISKS:
+        path = os.path.join(idir, name + ".img")
+        if os.path.exists(path):
+            os.unlink(path)
+        run(["cp", "--sparse=always", templates[tname], path], log=log)
+        disks.append(path)
+    return disks
+
+
+# ---------------------------------------------------------------------------
+# dbench in the guest
+
+def dbench_files():
+    """{guest path: host path}: dbench, its libraries, the dynamic loader and
+    the client.txt load file."""
+    exe = shutil.which("dbench")
+    if not exe:
+        raise ForkError("dbench not found: run `apt-get install dbench`")
+    if not os.path.exists(benchlib.DBENCH_LOADFILE):
+        raise ForkError("%s is missing: run `apt-get install --reinstall dbench`"
+                        % benchlib.DBENCH_LOADFILE)
+    files = {benchlib.DBENCH_GUEST: os.path.realpath(exe),
+             benchlib.DBENCH_LOADFILE: benchlib.DBENCH_LOADFILE}
+    out = run(["ldd", exe]).stdout
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+)\s+=>\s+(/\S+)\s+\(", line) or \
+            re.match(r"\s*(/\S+)\s+\(", line)
+        if not m:
+            continue
+        path = m.group(m.lastindex)
+        files[path] = os.path.realpath(path)
+    loader = "/lib64/ld-linux-x86-64.so.2"
+    if loader not in files:
+        if not os.path.exists(loader):
+            raise ForkError("the dynamic loader %s is missing on this host" % loader)
+        files[loader] = os.path.realpath(loader)
+    return files
+
+
+def boot(kernel, script, disks, timeout, log, prog, label, extra_files):
+    """run_guest with the bench's extra files (dbench) in the initramfs."""
+    return run_guest(kernel, script, disks, timeout=timeout, smp=SMP, mem=MEM, log=log,
+                     prog=prog, label=label, extra_files=extra_files)
+
+
+# ---------------------------------------------------------------------------
+# Host load
+
+HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def host_busy():
+    try:
+        with open("/proc/stat") as fh:
+            f = [int(x) for x in fh.readline().split()[1:9]]
+        # user nice system idle iowait irq softirq steal
+        return f[0] + f[1] + f[2] + f[5] + f[6] + f[7]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def proc_ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as fh:
+            rest = fh.read().rsplit(")", 1)[1].split()
+        return int(rest[11]) + int(rest[12])   # utime + stime (all threads)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def find_qemu():
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as fh:
+                st = fh.read()
+        except OSError:
+            continue
+        comm = st[st.find("(") + 1:st.rfind(")")]
+        rest = st.rsplit(")", 1)[1].split()
+        if comm.startswith("qemu") and rest and int(rest[1]) == me:
+            return int(d)
+    return None
+
+
+class LoadWatcher(threading.Thread):
+    """Follows the console log of a running guest and snapshots the host's
+    load when each POINT line and its RESULT line appear, and around the
+    whole boot."""
+
+    def __init__(self, log, interval=0.25):
+        super().__init__(daemon=True)
+        self.log = log
+        self.interval = interval
+        self.stop_evt = threading.Event()
+        self.pos = 0
+        self.buf = ""
+        self.cur = None
+        self.qemu = None
+        self.events = {}
+        self.boot_start = self.boot_snapshot()
+        self.boot_end = None
+
+    @staticmethod
+    def boot_snapshot():
+        """Host busy ticks and ours: this process and its reaped children
+        (QEMU, once run_guest has waited for it)."""
+        t = os.times()
+        return {"t": time.monotonic(), "load": list(os.getloadavg()), "busy": host_busy(),
+                "ours": (t.user + t.system + t.children_user + t.children_system) * HZ,
+                "hz": HZ}
+
+    def boot_other_cpu(self):
+        return benchlib.other_cpu(self.boot_start, self.boot_end, own=("ours",))
+
+    def snapshot(self):
+        if self.qemu is None:
+            self.qemu = find_qemu()
+        t = os.times()
+        return {"t": time.monotonic(), "load": list(os.getloadavg()), "busy": host_busy(),
+                "qemu": proc_ticks(self.qemu) if self.qemu else None,
+                "self": (t.user + t.system) * HZ, "hz": HZ}
+
+    def poll(self):
+        try:
+            with open(self.log, "rb") as fh:
+                fh.seek(self.pos)
+                data = fh.read()
+        except OSError:
+            return
+        self.pos += len(data)
+        lines = (self.buf + data.decode(errors="replace")).split("\n")
+        self.buf = lines.pop()
+        snap = None
+        for line in lines:
+            m = benchlib.POINT_RE.search(line)
+            if m:
+                snap = snap or self.snapshot()
+                self.cur = int(m.group(1))
+                self.events[self.cur] = {"start": snap}
+            elif "RESULT " in line and self.cur is not None:
+                snap = snap or self.snapshot()
+                self.events[self.cur]["end"] = snap
+                self.cur = None
+
+    def run(self):
+        while not self.stop_evt.wait(self.interval):
+            self.poll()
+
+    def stop(self):
+        self.stop_evt.set()
+        self.join()
+        self.poll()
+        self.boot_end = self.boot_snapshot()
+
+    def load_of(self, point_id):
+        ev = self.events.get(point_id, {})
+        start, end = ev.get("start"), ev.get("end")
+        other = benchlib.other_cpu(start, end)
+        return {"before": start and start["load"], "after": end and end["load"],
+                "other_cpu": None if other is None else round(other, 3),
+                "boot_other_cpu": self.boot_other_cpu(),
+                "seconds": round(end["t"] - start["t"], 2) if start and end else None}
+
+
+# ---------------------------------------------------------------------------
+# The run
+
+def check_gnuplot():
+    path = shutil.which("gnuplot")
+    if not path:
+        raise ForkError("gnuplot not found (needed for the plot): run "
+                        "`apt-get install gnuplot-nox`")
+    proc = run([path, "--version"], check=False)
+    if proc.returncode != 0:
+        raise ForkError("`gnuplot --version` failed: reinstall it with "
+                        "`apt-get install --reinstall gnuplot-nox`")
+    return path, proc.stdout.strip()
+
+
+def run_id(base):
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    rid, n = stamp, 1
+    while os.path.exists(os.path.join(base, rid)):
+        rid = "%s.%d" % (stamp, n)
+        n += 1
+    return rid
+
+
+def default_revs(a, b):
+    if a and b:
+        return a, b
+    from .series import Series
+    s = Series()
+    return a or s.distro_branch, b or s.head_branch
+
+
+def qemu_version():
+    exe = shutil.which("qemu-system-x86_64")
+    if not exe:
+        return None
+    proc = run([exe, "--version"], check=False)
+    return (proc.stdout or "").splitlines()[0] if proc.stdout else None
+
+
+def kit_version():
+    proc = run(["git", "-C", REPO, "rev-parse", "HEAD"], check=False)
+    head = (proc.stdout or "").strip() or None
+    dirty = run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                check=False)
+    return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
+
+
+def as_run_cmd(opts):
+    args = ["tools/fork", "bench"] + [r for r in (opts.a, opts.b) if r]
+    if opts.reps != 3:
+        args += ["--reps", str(opts.reps)]
+    for flag in ("quick", "lockstat", "rebuild"):
+        if getattr(opts, flag, False):
+            args.append("--" + flag)
+    for opt in ("only", "out", "timeout"):
+        if getattr(opts, opt, None):
+            args += ["--" + opt, str(getattr(opts, opt))]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def reproduce_cmd(opts, kernels):
+    args = ["tools/fork", "bench"]
+    args += [kernels["A"]["commit"], kernels["B"]["commit"]]
+    args += ["--reps", str(opts.reps)]
+    for flag in ("quick", "lockstat"):
+        if getattr(opts, flag):
+            args.append("--" + flag)
+    if opts.only:
+        args += ["--only", opts.only]
+    return "flock /tmp/heavy.lock " + " ".join(shlex.quote(a) for a in args)
+
+
+def write_outputs(doc, rdir, base, gnuplot, prog):
+    """bench.json/.md/.cmd/.png in the run directory, latest.* beside it."""
+    with open(os.path.join(rdir, "bench.json"), "w") as fh:
+        json.dump(doc, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    md = benchlib.markdown(doc)
+    with open(os.path.join(rdir, "bench.md"), "w") as fh:
+        fh.write(md)
+    with open(os.path.join(rdir, "bench.cmd"), "w") as fh:
+        fh.write("#!/bin/sh\n# fork bench %s: A = %s (%s), B = %s (%s)\n# as run: %s\n"
+                 "cd %s && %s\n"
+                 % (doc["run"]["id"], doc["kernels"]["A"]["rev"], doc["kernels"]["A"]["commit"],
+                    doc["kernels"]["B"]["rev"], doc["kernels"]["B"]["commit"],
+                    doc["run"]["as_run"], shlex.quote(REPO), doc["run"]["command"]))
+    os.chmod(os.path.join(rdir, "bench.cmd"), 0o755)
+    png = plot(doc, rdir, gnuplot, prog)
+    made = [e for e in OUTPUTS if os.path.exists(os.path.join(rdir, "bench." + e))]
+    for ext in OUTPUTS:
+        link = os.path.join(base, "latest." + ext)
+        if os.path.lexists(link):
+            os.unlink(link)
+        if ext in made:
+            target = os.path.relpath(os.path.join(rdir, "bench." + ext), base)
+            try:
+                os.symlink(target, link)
+            except OSError:
+                shutil.copyfile(os.path.join(rdir, "bench." + ext), link)
+    return md, png
+
+
+def plot(doc, rdir, gnuplot, prog):
+    script, files = benchlib.gnuplot_files(doc, "bench.png")
+    if script is None:
+        prog.say("no seed or statfs points: no plot")
+        return None
+    for name, text in files.items():
+        with open(os.path.join(rdir, name), "w") as fh:
+            fh.write(text)
+    with open(os.path.join(rdir, "plot.gp"), "w") as fh:
+        fh.write(script)
+    proc = run([gnuplot, "plot.gp"], cwd=rdir, check=False)
+    png = os.path.join(rdir, "bench.png")
+    if proc.returncode != 0 or not os.path.exists(png) or os.path.getsize(png) == 0:
+        raise ForkError("gnuplot failed on %s/plot.gp (exit %d): %s"
+                        % (rdir, proc.returncode, (proc.stderr or "").strip()[-800:]))
+    return png
+
+
+def schedule(reps, lockstat):
+    """[(rep, kernel, flavour)]: A B A B ..., then the lockstat boots."""
+    out = [(r, k, "base") for r in range(1, reps + 1) for k in ("A", "B")]
+    if lockstat:
+        out += [(1, "A", "lockstat"), (1, "B", "lockstat")]
+    return out
+
+
+def run_bench(opts, prog=None, out=print):
+    prog = prog or Progress("bench")
+    if opts.reps < 0 or (opts.reps == 0 and not opts.lockstat):
+        raise ForkError("--reps must be at least 1 (0 only together with --lockstat)")
+    try:
+        workloads = benchlib.parse_only(opts.only)
+    except ValueError as exc:
+        raise ForkError("--only: %s" % exc)
+    gnuplot, gnuplot_version = check_gnuplot()
+    extra = dbench_files() if "dbench" in workloads else {}
+    sizes = benchlib.SIZES["quick" if opts.quick else "full"]
+    points = benchlib.make_points(sizes, workloads)
+    rev_a, rev_b = default_revs(opts.a, opts.b)
+
+    kernels = {}
+    for k, rev in (("A", rev_a), ("B", rev_b)):
+        if opts.reps > 0:
+            kernels[k] = kernel_image(rev, "base", prog, opts.rebuild)
+        if opts.lockstat:
+            kernels[k + "-lockstat"] = kernel_image(rev, "lockstat", prog, opts.rebuild)
+        if k not in kernels:
+            kernels[k] = dict(kernels[k + "-lockstat"], flavour="lockstat")
+    if kernels["A"]["commit"] == kernels["B"]["commit"]:
+        prog.say("A and B are the same commit %s: an A/A run (every difference is noise)"
+                 % kernels["A"]["commit"][:12])
+
+    base = os.path.abspath(opts.out) if opts.out else wpath("bench")
+    ensure_dir(base)
+    rid = run_id(base)
+    rdir = ensure_dir(os.path.join(base, rid))
+    idir = ensure_dir(wpath("bench", "images", "%d" % os.getpid()))
+    log = os.path.join(rdir, "host.log")
+    as_run = as_run_cmd(opts)
+    doc = {
+        "version": 1,
+        "run": {"id": rid, "dir": rdir, "reps": opts.reps, "quick": bool(opts.quick),
+                "lockstat": bool(opts.lockstat), "workloads": workloads, "sizes": {
+                    k: ({str(n): m for n, m in v.items()} if isinstance(v, dict) else v)
+                    for k, v in sizes.items()},
+                "command": reproduce_cmd(opts, kernels), "as_run": as_run.strip(),
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "guest": "QEMU TCG (-accel tcg,thread=multi -cpu max), -smp %d, %s MiB, "
+                         "virtio disks (raw, cache=unsafe), fresh copies of the same "
+                         "images every boot" % (SMP, MEM),
+                "tcg_note": benchlib.TCG_NOTE, "load_rule": benchlib.LOAD_RULE,
+                "host": {"cpus": os.cpu_count(), "uname": " ".join(os.uname()),
+                         "qemu": qemu_version(), "gnuplot": gnuplot_version,
+                         "load_start": list(os.getloadavg())},
+                "kit": kit_version()},
+        "kernels": kernels,
+        "points": [p.to_json() for p in points],
+        "boots": [], "samples": [], "stats": [], "targets": [], "lockstat": {},
+    }
+    lockstat_raw = {}
+    plan = schedule(opts.reps, opts.lockstat)
+    try:
+        prog.say("%d points per boot, %d boots (%s); output in %s"
+                 % (len(points), len(plan), " ".join(
+                     k + ("*" if f == "lockstat" else "") for _, k, f in plan), rdir))
+        templates = make_templates(idir, log)
+        for n, (rep, k, flavour) in enumerate(plan):
+            kern = kernels[k if flavour == "base" else k + "-lockstat"]
+            lockstat = flavour == "lockstat"
+            est = benchlib.estimate_seconds(
+                [p for p in points if not lockstat or p.fs == "ext2"], opts.quick)
+            timeout = opts.timeout or int(est * (6 if lockstat else 3)) + 120
+            disks = fresh_disks(templates, idir, log)
+            script = benchlib.guest_script(points, lockstat=lockstat)
+            label = "%s-%s-r%d" % (k, flavour, rep)
+            clog = os.path.join(rdir, "boot-%s.log" % label)
+            with open(os.path.join(rdir, "guest-%s.sh" % flavour), "w") as fh:
+                fh.write(script)
+            prog.say("boot %d/%d: %s %s (%s) repetition %d"
+                     % (n + 1, len(plan), k, kern["rev"], flavour, rep))
+            watcher = LoadWatcher(clog)
+            load_before = list(os.getloadavg())
+            watcher.start()
+            try:
+                res = boot(kern["image"], script, disks, timeout, clog, prog, "bench-" + label,
+                           extra)
+            finally:
+                watcher.stop()
+            brec = {"index": n, "kernel": k, "flavour": flavour, "rep": rep,
+                    "commit": kern["commit"], "rc": res.rc, "ok": res.ok,
+                    "problems": res.problems[:5], "error": res.error,
+                    "seconds": round(res.seconds, 1), "log": res.log,
+                    "load_before": load_before, "load_after": list(os.getloadavg()),
+                    "other_cpu": watcher.boot_other_cpu()}
+            doc["boots"].append(brec)
+            if not res.ok:
+                raise ForkError("boot %d (%s, %s, repetition %d) failed: %s"
+                                % (n + 1, k, flavour, rep, failure_message(res)))
+            try:
+                results, dumps = benchlib.parse_output(res.output, points, lockstat)
+            except benchlib.ParseError as exc:
+                raise ForkError("boot %d (%s, %s, repetition %d): %s (console log: %s)"
+                                % (n + 1, k, flavour, rep, exc, res.log))
+            err = guesttests.fsck(disks[0], log=log)
+            if err:
+                kept = os.path.join(rdir, "damaged-%s.img" % label)
+                os.replace(disks[0], kept)
+                raise ForkError("boot %d (%s, %s, repetition %d): the ext2 work image is "
+                                "damaged: %s (image kept: %s)" % (n + 1, k, flavour, rep, err,
+                                                                  kept))
+            for i, fields in sorted(results.items()):
+                p = points[i]
+                load = watcher.load_of(i)
+                doc["samples"].append({
+                    "kernel": k, "rev": kern["rev"], "commit": kern["commit"],
+                    "flavour": flavour, "rep": rep, "boot": n, "boot_rc": res.rc,
+                    "kernel_problems": len(res.problems), "point_id": i, "point": p.key,
+                    "workload": p.workload, "fs": p.fs, "params": p.params,
+                    "metric": p.metric, "value": float(fields[p.metric]), "result": fields,
+                    "load": load, "loaded": benchlib.is_loaded(load)})
+            for wl, lines in dumps.items():
+                classes, warnings = benchlib.parse_lockstat(lines)
+                if warnings:
+                    raise ForkError("boot %d (%s lockstat): /proc/lock_stat says %s: the "
+                                    "statistics are not valid (console log: %s)"
+                                    % (n + 1, k, warnings[0], res.log))
+                doc["lockstat"].setdefault(k, {})[wl] = classes
+                lockstat_raw.setdefault(k, {})[wl] = lines
+            for d in disks:
+                os.unlink(d)
+            if n == 0 and len(plan) > 1:
+                prog.say("one boot took %.0fs: about %.0f min for the whole run"
+                         % (res.seconds, res.seconds * len(plan) / 60.0))
+    except BaseException:
+        doc["run"]["failed"] = True
+        with open(os.path.join(rdir, "partial.json"), "w") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=True)
+        prog.say("partial results in %s/partial.json" % rdir)
+        raise
+    finally:
+        shutil.rmtree(idir, ignore_errors=True)
+    doc["run"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    doc["run"]["host"]["load_end"] = list(os.getloadavg())
+    doc["stats"] = benchlib.aggregate(doc["samples"], points)
+    doc["targets"] = benchlib.targets(doc["stats"], doc["samples"],
+                                      doc["lockstat"] if opts.lockstat else None)
+    if lockstat_raw:
+        with open(os.path.join(rdir, "lockstat.txt"), "w") as fh:
+            for k in sorted(lockstat_raw):
+                for wl, lines in sorted(lockstat_raw[k].items()):
+                    fh.write("== %s %s\n%s\n" % (k, wl, "\n".join(lines)))
+    md, png = write_outputs(doc, rdir, base, gnuplot, prog)
+    out(md)
+    prog.say("results: %s (latest.* in %s)" % (rdir, base))
+    return doc
+
+
+def main(args):
+    run_bench(args)
+    return 0
