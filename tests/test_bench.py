@@ -24,6 +24,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
+from forkkit import benchlib, cmd_bench, guesttests  # noqa: E402
 from forkkit.common import ForkError  # noqa: E402
 
 FULL = benchlib.SIZES["full"]
