@@ -97,6 +97,27 @@ def test_patchcheck_on_touched_files(kit):
     assert "already built" not in res.err
 
 
+def test_patchcheck_ignores_warnings_the_parent_already_has(kit):
+    kit.laid_out()
+    # the parent carries a warning; a commit touching the same file must
+    # not be blamed for it, but one that adds a new one must be
+    kit.git("checkout", "-q", "-b", "old-warn", "series/9.9")
+    f = kit.ktree / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text() + "WARNME\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: pre-existing warning")
+    f.write_text(f.read_text() + "/* harmless */\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: touch the file")
+    res = kit.fork("build", "old-warn", "-j1")
+    assert res.rc == 0, res
+    assert "comparing with the parent" in res.err
+    g = kit.ktree / "fs" / "ext2" / "inode.c"
+    g.write_text(g.read_text() + "WARNME\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: a new warning elsewhere")
+    res = kit.fork("build", "old-warn", "-j1")
+    assert res.rc == 1
+    assert "warnings in files" in res.err
+
+
 def test_build_dependency_missing(kit):
     kit.imported()
     res = kit.fork("build", "distro/9.9", env={"PATH": kit.path_without("flex")})

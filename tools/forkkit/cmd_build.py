@@ -239,6 +239,44 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
         return []
     prog.say("patchcheck: W=1%s on %d objects of touched files"
              % (" + sparse" if shutil.which("sparse") else "", len(objs)))
+    touched = set(files)
+    warnings, failed = compile_warnings(src, bdir, objs, touched, jobs, log)
+    if warnings:
+        # Only new warnings count: drop those the parent commit already has
+        # (same file and message; line numbers move).
+        parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
+        if parents:
+            prog.say("patchcheck: %d warnings; comparing with the parent %s"
+                     % (len(warnings), parents[0][:12]))
+            run(["git", "checkout", "-q", "--detach", parents[0]], cwd=src, log=log)
+            try:
+                old, _ = compile_warnings(src, bdir, objs, touched, jobs, log)
+            finally:
+                run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
+            seen = {}
+            for w in old:
+                seen[warning_key(w)] = seen.get(warning_key(w), 0) + 1
+            new = []
+            for w in warnings:
+                k = warning_key(w)
+                if seen.get(k):
+                    seen[k] -= 1
+                else:
+                    new.append(w)
+            warnings = new
+    if failed and not warnings:
+        warnings.append(failed)
+    return warnings
+
+
+def warning_key(line):
+    m = WARN_RE.match(line)
+    return (m.group(1), m.group(3)) if m else line
+
+
+def compile_warnings(src, bdir, objs, touched, jobs, log):
+    """Recompile `objs` with W=1 (and sparse); return (warnings in touched
+    files, failure message or None)."""
     for o in objs:
         try:
             os.unlink(os.path.join(bdir, o))
@@ -252,14 +290,14 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
     with open(log, "a") as fh:
         fh.write("$ patchcheck %s\n%s\n" % (" ".join(sorted(objs)), out))
     warnings = []
-    touched = set(files)
     for line in out.splitlines():
         m = WARN_RE.match(line.strip())
         if m and m.group(1) in touched:
             warnings.append(line.strip())
-    if proc.returncode != 0 and not warnings:
-        warnings.append("recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:]))
-    return warnings
+    failed = None
+    if proc.returncode != 0:
+        failed = "recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:])
+    return warnings, failed
 
 
 def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None):
