@@ -368,3 +368,10 @@ def templates(tmp_path_factory, kernel_tarball):
 @pytest.fixture
 def kit(tmp_path, kernel_tarball, monkeypatch, templates):
     return Kit(tmp_path, kernel_tarball, monkeypatch, templates)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the real pipeline (test_integration.py: import, branches, check)
+    before the other integration tests, which use its kernel tree and
+    branches; the order is otherwise unchanged."""
+    items.sort(key=lambda item: 0 if item.fspath.basename == "test_integration.py" else 1)
