@@ -88,6 +88,21 @@ def test_import_branches_check_twice(series):
     assert "booting" not in p.stderr
 
 
+def test_compare_primary_with_each_backport():
+    backports = series_dirs()[1:]
+    if not backports:
+        pytest.skip("no backport series in the repository")
+    p = fork("compare")
+    assert p.returncode == 0, p.stderr
+    for bp in backports:
+        assert "# patches/ vs %s/" % bp in p.stdout
+    pairs = re.findall(r"^\d+:  [0-9a-f]+ [=!<>] \d+:  [0-9a-f]+ ext2: ", p.stdout, re.M)
+    # each report lists every pair twice (summary and full range-diff)
+    with open(os.path.join(TOP, "patches", "series")) as fh:
+        n = len([l for l in fh if l.split("#")[0].strip()])
+    assert len(pairs) == 2 * n * len(backports), p.stdout
+
+
 def test_boot_reports_guest_status_panic_and_hang():
     ok = fork("boot", "--", "sh", "-c", "grep -q ext2 /proc/filesystems && exit 7")
     assert ok.returncode == 7, ok.stderr

@@ -367,3 +367,100 @@ def test_split_patch_and_offsets():
     assert files[1][2][0] == ["@@ -0,0 +1 @@\n", "+new\n"]
     assert cmd_rebase.offsets("Checking patch a/b.c...\nHunk #2 succeeded at 40 "
                               "(offset -3 lines).\n") == ["a/b.c: hunk #2 at line 40 (offset -3)"]
+
+
+def test_conflict_report_names_files_the_3way_merge_resolved(tmp_path):
+    """One patch, two files: a.c conflicts, b.c only needs the 3-way merge."""
+    def sh(*args):
+        return cmd_rebase.git(list(args), cwd=str(tmp_path))
+
+    lines = ["/* line %d */\n" % n for n in range(1, 21)]
+    a, b = "".join(lines), "".join(lines)
+    sh("init", "-q")
+    sh("config", "user.name", "T")
+    sh("config", "user.email", "t@example.org")
+    (tmp_path / "a.c").write_text(a)
+    (tmp_path / "b.c").write_text(b)
+    sh("add", ".")
+    sh("commit", "-qm", "base")
+    (tmp_path / "a.c").write_text(a.replace("/* line 8 */", "/* line 8: ours */"))
+    (tmp_path / "b.c").write_text(b.replace("/* line 10 */", "/* line 10: ours */"))
+    sh("commit", "-qam", "the patch")
+    patch = sh("format-patch", "-1", "-o", str(tmp_path.parent / "out")).strip()
+    sh("reset", "-q", "--hard", "HEAD~1")
+    (tmp_path / "a.c").write_text(a.replace("/* line 8 */", "/* line 8: upstream */"))
+    (tmp_path / "b.c").write_text(b.replace("/* line 12 */", "/* line 12: upstream */"))
+    sh("commit", "-qam", "new base")
+    status, details, _ = cmd_rebase.replay_one(str(tmp_path), patch)
+    assert status == "conflict"
+    assert details[0].startswith("a.c: hunk #1 (@@ -5,7 +5,7 @@)")
+    assert details[1].startswith("b.c: hunk #1 (@@ -7,7 +7,7 @@)")
+    assert "a.c: conflict markers at lines 8-12" in details
+    assert "b.c: the 3-way merge resolved its hunks" in details
+    assert "a.c: the 3-way merge resolved its hunks" not in details
+
+
+def test_rebase_keeps_topic_names(kit):
+    kit.do_import()
+    kit.make_patches(SERIES)
+    topics = ["fast-balloc", "", "our-balloc", "late-inode"]
+    (kit.repo / "patches" / "series").write_text("".join(
+        "%s %s\n" % (n, t) if t else n + "\n" for n, t in zip(NAMES, topics)))
+    kit.commit_repo("series with topic names")
+    assert kit.fork("branches").rc == 0
+    res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1", "--into", "backports/9.8", "--no-check")
+    assert res.rc == 0, res
+    bp = kit.repo / "backports" / "9.8"
+    assert (bp / "series").read_text() == (
+        "%s fast-balloc\n%s\n%s our-balloc\n%s late-inode\n" % tuple(NAMES))
+    head = kit.rev("refs/heads/series/9.8")
+    assert kit.rev("refs/heads/backport/9.8/late-inode") == head
+    assert kit.rev("refs/heads/backport/9.8/ext2-scalable-inode-path") == \
+        kit.rev("refs/heads/backport/9.8/our-balloc~1")
+
+
+def test_conflict_help_forces_add_where_the_snapshot_ignores_everything(kit):
+    """Debian's linux-source-6.1 tarball has a .gitignore with "/*"."""
+    prepare(kit)
+    files = snapshot_files(KERNEL_FILES, **{"fs/ext2/balloc.c": B_BALLOC,
+                                            "fs/ext2/inode.c": B_INODE,
+                                            ".gitignore": "/*\n!/debian/\n"})
+    tb = make_tarball(kit.tmp / "linux-source-9.9-c.tar.xz", files)
+    res = kit.fork("rebase", "--onto", "9.9", "--tarball", tb, "--debian-version", "9.9.3-1",
+                   "--no-check")
+    assert res.rc == 1 and "[3/4] %s: CONFLICT" % NAMES[2] in res.out, res
+    assert "  git add -f fs/ext2/balloc.c" in res.out
+    # the printed command really stages the resolution there
+    resolve_cmd = kit.git("add", "-f", "fs/ext2/balloc.c", cwd=wt(kit))
+    assert resolve_cmd == "" and not kit.git("ls-files", "-u", cwd=wt(kit))
+    assert kit.fork("rebase", "--abort").rc == 0
+
+
+def test_compare_puts_primary_and_backport_side_by_side(kit):
+    prepare(kit)
+    res = kit.fork("compare")
+    assert res.rc == 1 and "no backports/<ver>/ holds a base file" in res.err, res
+    res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1", "--into", "backports/9.8", "--no-check")
+    assert res.rc == 0, res
+    kit.commit_repo("backport")
+    a, b = kit.rev("refs/heads/series/9.9"), kit.rev("refs/heads/series/9.8")
+    # unsaved work on the backport's branch is neither shown nor moved
+    kit.git("checkout", "-q", "series/9.8")
+    (kit.ktree / "fs/ext2/balloc.c").write_text("/* unsaved */\n")
+    kit.git("commit", "-qam", "ext2: unsaved work")
+    unsaved = kit.rev("HEAD")
+    out = kit.tmp / "cmp.md"
+    res = kit.fork("compare", "--output", str(out))
+    assert res.rc == 0, res
+    text = out.read_text()
+    assert text.startswith("# patches/ vs backports/9.8/\n")
+    assert "- `backports/9.8/`: linux-source-9.8 9.8.3-1, `distro/9.8` = %s (4 patches)" \
+        % kit.rev("refs/heads/distro/9.8")[:12] in text
+    pairs = re.findall(r"^(\d+):  (\w+) ([=!<>]) (\d+):  (\w+) (.*)$", text, re.M)
+    assert len(pairs) == 8  # the summary, then the same lines in the full range-diff
+    assert [p[0] for p in pairs[:4]] == ["1", "2", "3", "4"]
+    assert a.startswith(pairs[3][1]) and b.startswith(pairs[3][4])
+    assert "unsaved" not in text
+    assert kit.rev("refs/heads/series/9.8") == unsaved

@@ -21,6 +21,7 @@ VERBS = [
     ("frag", "frag"),
     ("rebase", "rebase"),
     ("bisect", "bisect"),
+    ("compare", "compare"),
 ]
 
 

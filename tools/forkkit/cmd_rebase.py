@@ -62,7 +62,7 @@ from . import cmd_import
 from . import series as series_mod
 from .cmd_branches import apply_patch, foreign_commits, lay_out, mailinfo, patch_id_of_file
 from .cmd_build import Lock
-from .cmd_save import format_patches, repo_dirty
+from .cmd_save import format_patches, patch_subject, repo_dirty, subject_of
 from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, run, sha256_file, tree_is_dirty, wpath)
 
@@ -243,10 +243,22 @@ def read_series_names(rel):
     names = []
     with open(path) as fh:
         for line in fh:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                names.append(line)
+            words = line.split("#", 1)[0].split()
+            if words:
+                names.append(words[0])
     return names
+
+
+def source_topics(st):
+    """{subject: topic name} from the source series as it was recorded."""
+    files = {k: base64.b64decode(v).decode("utf-8", "replace")
+             for k, v in st["files"].get(st["source"], {}).items()}
+    out = {}
+    for line in files.get("series", "").splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) >= 2 and words[0] in files:
+            out[subject_of(files[words[0]].splitlines())] = words[1]
+    return out
 
 
 def am_in_progress(wt):
@@ -439,6 +451,10 @@ def replay_one(wt, patch):
     if res.returncode == 0:
         return "3way", details, ""
     conflicts = conflict_details(wt)
+    left = unmerged(wt)
+    for path in dict.fromkeys(d.split(": ", 1)[0] for d in details):
+        if conflicts and path not in left:
+            conflicts.append("%s: the 3-way merge resolved its hunks" % path)
     if not conflicts:
         msg = [l for l in (res.stdout + res.stderr).splitlines()
                if l.startswith(("error:", "fatal:"))]
@@ -460,6 +476,11 @@ def conflict_help(st, i):
     files = sorted(unmerged(wt)) if os.path.isdir(wt) else []
     distro = "refs/heads/distro/%s" % st["onto"]["kver"]
     moved = st["refs"].get(distro) != st["new_base"]
+    # Debian's 6.1 tarball ships a .gitignore with "/*" (for its packaging
+    # repository), so a plain `git add` of a tracked kernel file is refused.
+    ignored = files and run(["git", "check-ignore", "-q", "--no-index"] + files,
+                            cwd=wt, check=False).returncode == 0
+    add = "git add -f" if ignored else "git add"
     return "\n".join([
         "",
         "Patch %d/%d (%s) stopped with conflicts; `git am -3` is in progress in the rebase "
@@ -469,7 +490,8 @@ def conflict_help(st, i):
         "  cd %s" % wt,
         "  $EDITOR %s   # the <<<<<<< ======= >>>>>>> regions listed above"
         % (" ".join(files) or "<files>"),
-        "  git add %s" % (" ".join(files) or "<files>"),
+        "  %s %s%s" % (add, " ".join(files) or "<files>",
+                       "   # -f: this tree's .gitignore ignores them" if ignored else ""),
         "  %s rebase --continue   # commits it and replays the rest" % fork_cmd(),
         "Or drop the patch:  %s rebase --skip" % fork_cmd(),
         "Or give up:         %s rebase --abort   (restores every branch, tag and file)"
@@ -679,8 +701,11 @@ def write_series(st, head):
     for name in old_names:
         if name not in names and os.path.exists(os.path.join(path, name)):
             os.unlink(os.path.join(path, name))
+    topics = source_topics(st)
     with open(os.path.join(path, "series"), "w") as fh:
-        fh.write("".join(n + "\n" for n in names))
+        for n in names:
+            topic = topics.get(patch_subject(os.path.join(path, n)))
+            fh.write("%s %s\n" % (n, topic) if topic else n + "\n")
     o = st["onto"]
     with open(os.path.join(path, "base"), "w") as fh:
         fh.write("package: %s\nversion: %s\nupstream: %s\nsha256: %s\n"

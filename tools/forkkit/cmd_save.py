@@ -35,12 +35,17 @@ def repo_dirty(path):
     return proc.stdout.strip()
 
 
+def subject_of(lines):
+    """The subject of a patch mail, without its [PATCH ...] prefix."""
+    for line in lines:
+        if line.startswith("Subject:"):
+            return line.split("]", 1)[-1].strip()
+    return None
+
+
 def patch_subject(path):
     with open(path, errors="replace") as fh:
-        for line in fh:
-            if line.startswith("Subject:"):
-                return line.split("]", 1)[-1].strip()
-    return None
+        return subject_of(fh)
 
 
 def format_patches(base, head, outdir):
