@@ -385,6 +385,26 @@ def test_bench_and_extra_recipients(ek, send_email):
     assert "no benchmark results" not in text
 
 
+def test_bench_prefers_the_run_measured_on_the_series_head(ek, send_email):
+    bench = ek.work / "bench"
+    head = ek.ids[-1]
+    for name, rev, row in (("20260101-000000", head, "| statfs | 700 | 7 |"),
+                           ("20260102-000000", ek.ids[0], "| other series | 1 | 2 |")):
+        d = bench / name
+        d.mkdir(parents=True)
+        (d / "bench.md").write_text("| test | A | B |\n|---|---|---|\n%s\n" % row)
+        (d / "bench.cmd").write_text("#!/bin/sh\ncd /x && tools/fork bench --only %s\n" % name)
+        (d / "bench.json").write_text(json.dumps({"kernels": {"B": {"commit": rev}}}))
+    for ext in ("md", "cmd", "json"):  # latest = the newer run, of another head
+        (bench / ("latest." + ext)).symlink_to("20260102-000000/bench." + ext)
+    res = ek.fork("export")
+    assert res.rc == 0, res
+    text = ek.mails(1)[0].read_text()
+    assert "from `tools/fork bench --only 20260101-000000`" in text
+    assert "| statfs | 700 | 7 |" in text
+    assert "other series" not in text and "Note: these results" not in text
+
+
 def test_v2_with_changelog_and_range_diff_on_a_fresh_tree(ek, send_email):
     assert ek.fork("export").rc == 0
     v1_msgid = headers(ek.mails(1)[0])["message-id"]

@@ -17,9 +17,10 @@ same on every mail, plus ``mailing/recipients`` and ``--to``/``--cc``.
 The cover letter is ``mailing/cover-letter.tmpl`` (first line: subject)
 with its placeholders filled: ``{summary}`` (each patch's subject and first
 paragraph), ``{check_table}`` (the cached ``tools/fork check`` results of
-exactly these commits), ``{bench}`` (``work/bench/latest.md`` and the command
-in ``latest.cmd``), ``{base}`` (Debian package, version, upstream stable
-version, distro commit), and from v2 on ``{changelog}``
+exactly these commits), ``{bench}`` (the newest ``work/bench`` run measured
+on exactly this series head, else ``latest.md`` with a note; and its
+command), ``{base}`` (Debian package, version, upstream stable version,
+distro commit), and from v2 on ``{changelog}``
 (``mailing/changelog/v<N>.md``, required) and ``{range_diff}`` (against
 v<N-1>, re-created from ``mailing/versions/v<N-1>/`` on the distro commit,
 so it works on a fresh machine).
@@ -338,10 +339,31 @@ def bench_revision(path):
     return rev if isinstance(rev, str) and re.match(r"^[0-9a-f]{7,40}$", rev) else None
 
 
+def bench_runs():
+    """(md, cmd, json) of the latest bench run, then of every run, newest first."""
+    root = wpath("bench")
+    runs = [tuple(os.path.join(root, "latest." + e) for e in ("md", "cmd", "json"))]
+    if os.path.isdir(root):
+        for d in sorted(os.listdir(root), reverse=True):
+            if os.path.isfile(os.path.join(root, d, "bench.md")):
+                runs.append(tuple(os.path.join(root, d, "bench." + e)
+                                  for e in ("md", "cmd", "json")))
+    return [r for r in runs if os.path.isfile(r[0])]
+
+
 def bench_text(head, prog):
-    md, cmd, js = (wpath("bench", "latest." + e) for e in ("md", "cmd", "json"))
-    if not os.path.isfile(md):
+    """The newest benchmark run measured on exactly this tree, else the latest
+    run with a note (a run of another series, e.g. a backport, may be newer)."""
+    runs = bench_runs()
+    if not runs:
         return "Benchmarks: " + NO_BENCH + "."
+    want = git(["rev-parse", head + "^{tree}"])
+
+    def tree_of(js):
+        rev = bench_revision(js)
+        return rev and git(["rev-parse", "-q", "--verify", rev + "^{tree}"], check=False)
+
+    md, cmd, js = next((r for r in runs if tree_of(r[2]) == want), runs[0])
     with open(md) as fh:
         table = fh.read().strip()
     command = "(command not recorded)"
@@ -349,13 +371,11 @@ def bench_text(head, prog):
         command = "`%s`" % bench_command(cmd)
     text = "Benchmark results, from %s:\n\n%s" % (command, table)
     measured = bench_revision(js)
-    if measured:
-        tree = git(["rev-parse", "-q", "--verify", measured + "^{tree}"], check=False)
-        if tree != git(["rev-parse", head + "^{tree}"]):
-            note = ("these results were measured on %s, not on the series as posted (%s); "
-                    "rerun `tools/fork bench`" % (measured[:12], head[:12]))
-            prog.say("warning: " + note)
-            text = "Note: " + note[0].lower() + note[1:].split("; rerun")[0] + ".\n\n" + text
+    if measured and tree_of(js) != want:
+        note = ("these results were measured on %s, not on the series as posted (%s); "
+                "rerun `tools/fork bench`" % (measured[:12], head[:12]))
+        prog.say("warning: " + note)
+        text = "Note: " + note[0].lower() + note[1:].split("; rerun")[0] + ".\n\n" + text
     return text
 
 
