@@ -187,3 +187,20 @@ def test_table_format(monkeypatch, tmp_path):
     assert lines[2].endswith("   12s (cached)")
     assert os.path.basename(cmd_check.cache_path("t" * 40, "base", "smoke")).startswith(
         "t" * 40 + "-base-smoke-")
+
+
+def test_missing_qemu_is_reported_before_any_build(fake, capsys, monkeypatch):
+    real_which = cmd_boot.shutil.which
+    no_qemu = lambda p, *a, **k: None if p == "qemu-system-x86_64" else real_which(p)  # noqa: E731
+    monkeypatch.setattr(cmd_boot.shutil, "which", no_qemu)
+    with pytest.raises(cmd_check.ForkError) as exc:
+        cmd_check.run_check(series=cmd_check.Series(), out=lambda *_: None)
+    assert "apt-get install qemu-system-x86" in str(exc.value)
+    assert fake.calls["build"] == []
+    # once every commit is cached, check needs no qemu at all
+    monkeypatch.setattr(cmd_boot.shutil, "which", real_which)
+    rc, _ = run(fake, capsys)
+    assert rc == 0 and len(fake.calls["build"]) == len(fake.commits)
+    monkeypatch.setattr(cmd_boot.shutil, "which", no_qemu)
+    rc, out = run(fake, capsys)
+    assert rc == 0 and all(r.endswith("(cached)") for r in rows_of(out))

@@ -19,10 +19,10 @@ import os
 import time
 
 from . import guesttests
-from .cmd_boot import failure_message, run_guest
+from .cmd_boot import failure_message, qemu_binary, run_guest
 from .cmd_build import FLAVOURS, build
 from .common import (ForkError, Progress, ensure_dir, git, ktree, new_log, require_ktree,
-                     rev_parse, run, wpath)
+                     rev_parse, run, which, wpath)
 from .series import PRIMARY, Series
 
 HELP = "checkpatch + build + boot + guest ext2 test + e2fsck for every commit"
@@ -154,6 +154,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     require_ktree()
     series = series or Series()
     rows = []
+    preflight_done = False
     for commit in commits_of(rng, series):
         tree = git(["rev-parse", commit + "^{tree}"])
         hit = None if force else cached(tree, flavour, test)
@@ -173,6 +174,13 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             prog.say("%s cached pass (tree %s)" % (commit[:12], tree[:12]))
             rows.append(hit)
             continue
+        if not preflight_done:
+            # Before the first (long) build: the host programs the boot and
+            # the guest test need, each named with its Debian package.
+            qemu_binary()
+            which("mke2fs", "e2fsprogs")
+            which("e2fsck", "e2fsprogs")
+            preflight_done = True
         rows.append(check_commit(commit, flavour, test, timeout, prog))
     out(table(rows))
     for r in rows:
