@@ -280,6 +280,8 @@ def test_export_v1(ek, send_email):
     # checkpatch --strict ran on each mailed patch, with the base tree as root
     runs = log.read_text().splitlines()
     assert len(runs) == 3 and all("--strict" in r and "--root=" in r for r in runs)
+    # the snapshot has no upstream history to resolve cited commit ids against
+    assert all("--ignore UNKNOWN_COMMIT_ID" in r for r in runs)
 
     # recorded for later range-diffs
     vdir = ek.repo / "mailing" / "versions" / "v1"

@@ -525,7 +525,8 @@ def checkpatch(bt, patches):
         raise ForkError("the base tree has no scripts/checkpatch.pl")
     bad = []
     for k, p in enumerate(patches, 1):
-        proc = run(["perl", script, "--strict", "--root=%s" % bt.path, "--color=never", p],
+        proc = run(["perl", script] + cmd_check.CHECKPATCH_ARGS +
+                   ["--root=%s" % bt.path, "--color=never", p],
                    cwd=bt.path, check=False)
         if proc.returncode != 0:
             out = (proc.stdout + proc.stderr).strip().splitlines()
