@@ -407,6 +407,25 @@ def test_bench_prefers_the_run_measured_on_the_series_head(ek, send_email):
     assert "other series" not in text and "Note: these results" not in text
 
 
+def test_bench_falls_back_to_an_earlier_version_of_the_series(ek, send_email):
+    """No run on this very tree: an older run of the series (same base) is
+    taken, with a note, rather than a newer run of another base."""
+    bench = ek.work / "bench"
+    other = ek.git("commit-tree", ek.rev("distro/9.9^{tree}"), "-m", "another base")
+    for name, rev, row in (("20260101-000000", ek.ids[1], "| statfs | 700 | 7 |"),
+                           ("20260102-000000", other, "| other base | 1 | 2 |")):
+        d = bench / name
+        d.mkdir(parents=True)
+        (d / "bench.md").write_text("| test | A | B |\n|---|---|---|\n%s\n" % row)
+        (d / "bench.cmd").write_text("#!/bin/sh\ntools/fork bench --only %s\n" % name)
+        (d / "bench.json").write_text(json.dumps({"kernels": {"B": {"commit": rev}}}))
+    res = ek.fork("export")
+    assert res.rc == 0, res
+    text = ek.mails(1)[0].read_text()
+    assert "| statfs | 700 | 7 |" in text and "other base" not in text
+    assert "Note: these results were measured on %s" % ek.ids[1][:12] in text
+
+
 def test_v2_with_changelog_and_range_diff_on_a_fresh_tree(ek, send_email):
     assert ek.fork("export").rc == 0
     v1_msgid = headers(ek.mails(1)[0])["message-id"]

@@ -59,7 +59,7 @@ from . import series as series_mod
 from .cmd_branches import apply_patch, mailinfo, patch_id_of_commit, patch_id_of_file
 from .cmd_maintainers import BaseTree, address, yielded
 from . import cmd_maintainers
-from .common import (ForkError, Progress, dep14, ensure_dir, git, ktree, repo_root,
+from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, rev_parse, run, wpath)
 
 HELP = "format the series for the mailing list: cover letter, recipients, checks"
@@ -351,9 +351,11 @@ def bench_runs():
     return [r for r in runs if os.path.isfile(r[0])]
 
 
-def bench_text(head, prog):
-    """The newest benchmark run measured on exactly this tree, else the latest
-    run with a note (a run of another series, e.g. a backport, may be newer)."""
+def bench_text(head, prog, base=None):
+    """The newest benchmark run measured on exactly this tree; else the newest
+    run of an earlier version of this series (on the same base), else the
+    latest run, with a note in both cases (a run of another series, e.g. a
+    backport, may be the latest)."""
     runs = bench_runs()
     if not runs:
         return "Benchmarks: " + NO_BENCH + "."
@@ -363,7 +365,12 @@ def bench_text(head, prog):
         rev = bench_revision(js)
         return rev and git(["rev-parse", "-q", "--verify", rev + "^{tree}"], check=False)
 
-    md, cmd, js = next((r for r in runs if tree_of(r[2]) == want), runs[0])
+    def on_base(js):
+        rev = bench_revision(js)
+        return bool(base and rev and git_ok(["merge-base", "--is-ancestor", base, rev]))
+
+    md, cmd, js = next((r for r in runs if tree_of(r[2]) == want),
+                       next((r for r in runs if on_base(r[2])), runs[0]))
     with open(md) as fh:
         table = fh.read().strip()
     command = "(command not recorded)"
@@ -769,7 +776,7 @@ def export(args, out=print):
     values = {
         "summary": summary_text(commits),
         "check_table": check_text(rows, args.config, args.test, args.allow_unchecked),
-        "bench": bench_text(head, prog),
+        "bench": bench_text(head, prog, base),
         "base": base_text(info, base),
         "changelog": changelog_text(n, changelog, prev_msgid) if changelog else "",
         "range_diff": "{range_diff}",     # filled in once the mails exist
