@@ -464,3 +464,23 @@ def test_compare_puts_primary_and_backport_side_by_side(kit):
     assert a.startswith(pairs[3][1]) and b.startswith(pairs[3][4])
     assert "unsaved" not in text
     assert kit.rev("refs/heads/series/9.8") == unsaved
+
+
+def test_refuses_when_the_target_series_branch_has_commits_of_its_own(kit):
+    _, files = prepare(kit)
+    res = kit.fork("import", "linux-source-9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1")
+    assert res.rc == 0, res
+    kit.git("branch", "series/9.8", "distro/9.8")
+    kit.git("checkout", "-q", "series/9.8")
+    (kit.ktree / "fs/ext2/balloc.c").write_text("/* somebody's work */\n")
+    kit.git("commit", "-qam", "ext2: somebody's work")
+    own = kit.rev("HEAD")
+    kit.git("checkout", "-q", "distro/9.9")
+    refs = kit.refs()
+    res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1", "--into", "backports/9.8", "--no-check")
+    assert res.rc == 1, res
+    assert "series/9.8 holds commits of its own (%s)" % own[:12] in res.err
+    assert kit.refs() == refs and dir_snapshot(kit.repo / "patches") == files
+    assert not (kit.repo / "backports" / "9.8").exists()

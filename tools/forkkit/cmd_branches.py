@@ -118,6 +118,12 @@ def foreign_commits(branch, base, known_ids):
     return out
 
 
+def foreign_report(branches, base, known_ids):
+    """One line per commit on `branches` that the stored series lacks."""
+    return ["  %s: %s %s" % (branch, c[:12], git(["log", "-1", "--format=%s", c]))
+            for branch in branches for c in foreign_commits(branch, base, known_ids)]
+
+
 def checked_out_branch():
     return git(["symbolic-ref", "-q", "HEAD"], check=False)
 
@@ -147,10 +153,7 @@ def lay_out(series, out=print, quiet=False):
     topics = series.topics()
     known = {patch_id_of_file(p) for p, _ in topics}
     # First refuse, before anything moves.
-    problems = []
-    for branch in [b for _, b in topics] + [series.head_branch]:
-        for c in foreign_commits(branch, base, known):
-            problems.append("  %s: %s %s" % (branch, c[:12], git(["log", "-1", "--format=%s", c])))
+    problems = foreign_report([b for _, b in topics] + [series.head_branch], base, known)
     if problems:
         raise ForkError("these branches hold commits that are not in %s/, so they were left "
                         "alone:\n%s\nSave them into the repo with `tools/fork save` (from the "

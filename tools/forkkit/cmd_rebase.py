@@ -60,7 +60,8 @@ import time
 
 from . import cmd_import
 from . import series as series_mod
-from .cmd_branches import apply_patch, foreign_commits, lay_out, mailinfo, patch_id_of_file
+from .cmd_branches import (apply_patch, foreign_commits, foreign_report, lay_out, mailinfo,
+                           patch_id_of_file)
 from .cmd_build import Lock
 from .cmd_save import format_patches, patch_subject, repo_dirty, subject_of
 from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
@@ -542,10 +543,7 @@ def check_destination(src, dest_rel, kver, sha):
 
 def check_branches(src, old_base, kver):
     known = {patch_id_of_file(p) for p in src.patches}
-    problems = []
-    for branch in [b for _, b in src.topics()] + [src.head_branch]:
-        for c in foreign_commits(branch, old_base, known):
-            problems.append("  %s: %s %s" % (branch, c[:12], git(["log", "-1", "--format=%s", c])))
+    problems = foreign_report([b for _, b in src.topics()] + [src.head_branch], old_base, known)
     if problems:
         raise ForkError("these branches hold commits that are not in %s/, and a rebase replays "
                         "only the stored patches:\n%s\nSave them first (`tools/fork save "
