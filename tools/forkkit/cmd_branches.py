@@ -87,6 +87,14 @@ def apply_patch(parent, patch):
     return git(["commit-tree", tree, "-p", parent, "-F", "-"], env=ident, input=message)
 
 
+def apply_patches(base, patches):
+    """Commit `patches` one by one on `base` (as apply_patch); return the head."""
+    head = base
+    for patch in patches:
+        head = apply_patch(head, patch)
+    return head
+
+
 def patch_id_of_file(patch):
     with open(patch, "rb") as fh:
         out = run(["git", "patch-id", "--stable"], input=fh.read(), cwd=ktree()).stdout

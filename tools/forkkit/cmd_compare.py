@@ -20,7 +20,7 @@ backport, ``backports/6.1/RANGE-DIFF.md``); otherwise it goes to stdout.
 import re
 
 from . import series as series_mod
-from .cmd_branches import apply_patch
+from .cmd_branches import apply_patches
 from .common import ForkError, git, require_ktree, rev_parse
 
 HELP = "range-diff the primary series against a backport (the two side by side)"
@@ -36,10 +36,7 @@ def add_arguments(p):
 
 def stored_head(s):
     """The series head built from the stored patch files, as `branches` lays it out."""
-    prev = rev_parse(s.distro_branch)
-    for patch in s.patches:
-        prev = apply_patch(prev, patch)
-    return prev
+    return apply_patches(rev_parse(s.distro_branch), s.patches)
 
 
 def report(a, b):

@@ -56,7 +56,7 @@ import textwrap
 
 from . import cmd_check, guesttests
 from . import series as series_mod
-from .cmd_branches import apply_patch, mailinfo, patch_id_of_commit, patch_id_of_file
+from .cmd_branches import apply_patches, mailinfo, patch_id_of_commit, patch_id_of_file
 from .cmd_maintainers import BaseTree, address, yielded
 from . import cmd_maintainers
 from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
@@ -662,17 +662,9 @@ def recorded_base(vdir):
 def recreate(vdir, prog):
     """Commit a recorded version's patches onto its base: (base, head)."""
     base = recorded_base(vdir)
-    head = commit_mails(base, version_patches(vdir))
+    head = apply_patches(base, version_patches(vdir))
     prog.say("re-created %s as %s..%s" % (rel(vdir), base[:12], head[:12]))
     return base, head
-
-
-def commit_mails(base, patches):
-    """Commit mails onto `base` without a work tree (as `tools/fork branches` does)."""
-    head = base
-    for p in patches:
-        head = apply_patch(head, p)
-    return head
 
 
 def range_diff_text(n, prev, base, patches, prog):
@@ -681,7 +673,7 @@ def range_diff_text(n, prev, base, patches, prog):
     Both sides are commits made from mails, so the sender's sign-off and the
     in-body From: lines are on both and only real changes show."""
     old_base, old_head = recreate(prev, prog)
-    new_head = commit_mails(base, patches)
+    new_head = apply_patches(base, patches)
     out = git(["range-diff", "--no-color", "%s..%s" % (old_base, old_head),
                "%s..%s" % (base, new_head)]).rstrip()
     return "Range-diff against v%d:\n%s" % (n - 1, out)

@@ -60,7 +60,7 @@ import time
 
 from . import cmd_import
 from . import series as series_mod
-from .cmd_branches import (apply_patch, foreign_commits, foreign_report, lay_out, mailinfo,
+from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
                            patch_id_of_file)
 from .cmd_build import Lock
 from .cmd_save import format_patches, patch_subject, repo_dirty, subject_of
@@ -602,9 +602,7 @@ def start(args):
     check_branches(src, old_base, kver)
     prog.say("old base %s (%s %s); computing the old series head"
              % (old_base[:12], src.package, src.base.get("version")))
-    old_head = old_base
-    for patch in src.patches:
-        old_head = apply_patch(old_head, patch)
+    old_head = apply_patches(old_base, src.patches)
 
     copies = os.path.join(rebase_dir(), "patches")
     if os.path.isdir(copies):
