@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from forkkit import cmd_boot, initramfs
+from forkkit import initramfs, qemu as cmd_boot
 from forkkit.common import ForkError
 
 CONSOLE = """\
@@ -54,7 +54,94 @@ def test_scan_reports_kernel_problems(tmp_path):
     res = cmd_boot.BootResult(rc=0, log=log, seconds=1, problems=problems, error=None, output=[])
     assert not res.ok
     assert cmd_boot.failure_message(res).startswith(
-        "kernel report in the console log: " + REPORTS[0])
+        "kernel report in the console log (%s):\n%s" % (log, REPORTS[0]))
+
+
+# One line per pattern in each supported version's own spelling, copied from
+# the format strings of linux-source-6.1 and -6.12 (file named per line).
+SPELLINGS = [
+    # arch/x86/kernel/dumpstack.c __die_header(): 6.1 has no "Oops: " prefix
+    ("6.1", "[    5.1] invalid opcode: 0000 [#1] PREEMPT SMP NOPTI"),
+    ("6.12", "[    5.1] Oops: invalid opcode: 0000 [#1] PREEMPT SMP NOPTI"),
+    ("6.1", "[    5.1] stack segment: 0000 [#1] SMP"),
+    ("6.12", "[    5.1] Oops: general protection fault, probably for non-canonical address "
+             "0xdead000000000108: 0000 [#1] SMP"),
+    # lib/bug.c report_bug()
+    ("6.1", "[    5.0] kernel BUG at fs/ext2/balloc.c:243!"),
+    ("6.12", "[    5.0] kernel BUG at fs/ext2/balloc.c:262!"),
+    # arch/x86/kernel/traps.c exc_double_fault()
+    ("6.12", "[    5.0] PANIC: double fault, error_code: 0x0"),
+    # kernel/rcu/tree_stall.h and tree_exp.h (pr_fmt "rcu: ")
+    ("6.1", "[   60.0] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:"),
+    ("6.12", "[   60.0] rcu: INFO: rcu_sched self-detected stall on CPU"),
+    ("6.12", "[   60.0] rcu: INFO: rcu_preempt detected expedited stalls on CPUs/tasks: {"),
+    # kernel/watchdog.c (pr_fmt "watchdog: ")
+    ("6.1", "[   30.0] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [stress:81]"),
+    ("6.1", "[   30.0] NMI watchdog: Watchdog detected hard LOCKUP on cpu 1"),
+    ("6.12", "[   30.0] watchdog: Watchdog detected hard LOCKUP on cpu 1"),
+    # kernel/hung_task.c
+    ("6.12", "[  150.0] INFO: task stress:81 blocked for more than 122 seconds."),
+    # fs/ext4/super.c __ext4_error()
+    ("6.12", "[    9.0] EXT4-fs error (device vda): ext4_lookup:1855: inode #2: comm ls: "
+             "iget: bad extra_isize 4 (inode size 256)"),
+    # fs/ext2/super.c ext2_error()
+    ("6.12", "[    9.0] EXT2-fs (vda): error: ext2_free_blocks: Freeing blocks not in "
+             "datazone - block = 4294967295, count = 1"),
+    # lib/ubsan.c
+    ("6.1", "[    9.0] UBSAN: array-index-out-of-bounds in fs/ext2/balloc.c:71:12"),
+    ("6.12", "[    9.0] UBSAN: shift-out-of-bounds in fs/ext2/inode.c:1402:20"),
+    # kernel/kcsan/report.c, mm/kasan/report.c
+    ("6.12", "[    9.0] BUG: KCSAN: data-race in ext2_try_to_allocate_with_rsv / "
+             "group_adjust_blocks"),
+    ("6.1", "[    9.0] BUG: KASAN: use-after-free in ext2_rsv_window_add+0x1d/0x90"),
+    # mm/kmemleak.c
+    ("6.12", "[   70.0] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)"),
+    # lib/list_debug.c
+    ("6.1", "[    9.0] list_add corruption. prev->next should be next (ffff8880), but was "
+            "ffff8881. (prev=ffff8882)."),
+    ("6.12", "[    9.0] list_del corruption, ffff888003c4a2c8->next is LIST_POISON1 "
+             "(dead000000000100)"),
+    # mm/page_alloc.c, kernel/locking/lockdep.c, kernel/panic.c
+    ("6.1", "[    9.0] BUG: Bad page state in process stress  pfn:0a1b2"),
+    ("6.12", "[    9.0] INFO: trying to register non-static key."),
+    ("6.12", "[    9.0] Kernel panic - not syncing: Fatal exception"),
+]
+
+
+@pytest.mark.parametrize("version,line", SPELLINGS)
+def test_scan_each_versions_spelling(tmp_path, version, line):
+    log = write(tmp_path, "FORK-GUEST-START\nFORK-EXIT-STATUS: 0\n" + line + "\n")
+    rc, problems = cmd_boot.scan(log)
+    assert rc == 0 and problems == [line], (version, line)
+
+
+def test_report_is_quoted_whole(tmp_path):
+    report = [
+        "[   12.0] ==================================================================",
+        "[   12.0] BUG: KCSAN: data-race in ext2_rsv_window_add / rsv_window_remove",
+        "[   12.0] ",
+        "[   12.0] write to 0xffff888004a3c0d8 of 8 bytes by task 80 on cpu 1:",
+        "[   12.0]  rsv_window_remove+0x2c/0x60",
+        "[   12.0] ",
+        "[   12.0] Reported by Kernel Concurrency Sanitizer on:",
+        "[   12.0] ==================================================================",
+    ]
+    log = write(tmp_path, "FORK-GUEST-START\n" + "\n".join(report) +
+                "\n[   13.0] after the report\nFORK-EXIT-STATUS: 0\n")
+    rc, problems = cmd_boot.scan(log)
+    assert problems == [report[1]]
+    res = cmd_boot.BootResult(rc=rc, log=log, seconds=1, problems=problems, error=None,
+                              output=[])
+    msg = cmd_boot.failure_message(res)
+    assert msg == "kernel report in the console log (%s):\n%s" % (log, "\n".join(report))
+    # a WARNING from its "cut here" line to its end marker
+    warn = ["[ 2.0] ------------[ cut here ]------------",
+            "[ 2.0] WARNING: CPU: 0 PID: 1 at fs/ext2/balloc.c:100 ext2_new_blocks+0x1/0x2",
+            "[ 2.0] Call Trace:",
+            "[ 2.0] ---[ end trace 0000000000000000 ]---"]
+    log = write(tmp_path, "\n".join(warn) + "\n[ 3.0] unrelated\nFORK-EXIT-STATUS: 0\n",
+                name="warn.log")
+    assert cmd_boot.report_block(log, warn[1]) == "\n".join(warn)
 
 
 @pytest.mark.parametrize("line", [

@@ -9,6 +9,18 @@ def image_of(kit):
     return kit.work / "build" / "9.9-base" / "arch" / "x86" / "boot" / "bzImage"
 
 
+def stored(res):
+    """The stored image a build printed (work/kernels/<sha256>.bzImage)."""
+    import hashlib
+    import os
+    path = res.out.strip()
+    name = os.path.basename(path)
+    assert name.endswith(".bzImage")
+    with open(path, "rb") as fh:
+        assert hashlib.sha256(fh.read()).hexdigest() == name[:-len(".bzImage")]
+    return path
+
+
 def builds(kit):
     f = kit.work / "build" / "9.9-base" / "build-count"
     return len(f.read_text().splitlines()) if f.exists() else 0
@@ -24,7 +36,8 @@ def test_build_then_already_built(kit):
     res = kit.fork("build", "distro/9.9", "-j1")
     assert res.rc == 0, res
     image = image_of(kit)
-    assert res.out.strip() == str(image)
+    assert stored(res).startswith(str(kit.work / "kernels") + "/")
+    assert open(stored(res)).read() == image.read_text()
     config = image.read_text()          # the fake bzImage is the .config
     assert "CONFIG_EXT2_FS=y" in config and "CONFIG_MODULES=n" in config
     assert "NOT_IN_THIS_TREE" not in config        # `# if-present`, not in any Kconfig
@@ -91,10 +104,45 @@ def test_patchcheck_on_touched_files(kit):
     assert res.rc == 1
     assert "warnings in files %s touches" % commit[:12] in res.err
     assert "../../src/fs/ext2/balloc.c:2:1: warning: WARNME is not allowed" in res.err
-    # not marked built: the next build tries again; --no-patchcheck skips it
+    # not marked checked: the next build tries again; --no-patchcheck skips it
     res = kit.fork("build", "warn", "-j1", "--no-patchcheck")
     assert res.rc == 0, res
-    assert "already built" not in res.err
+    assert "patchcheck:" not in res.err
+    # ... but a build without the patchcheck never passes for one with it
+    res = kit.fork("build", "warn", "-j1")
+    assert res.rc == 1, res
+    assert "warnings in files %s touches" % commit[:12] in res.err
+
+
+def test_build_without_patchcheck_is_checked_later(kit):
+    # bench and bisect build with do_patchcheck=False; a later build or
+    # check of the same commit must still run the W=1/sparse patchcheck.
+    kit.laid_out()
+    kit.git("checkout", "-q", "-b", "warn", "series/9.9")
+    f = kit.ktree / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text() + "WARNME\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: add a warning")
+    assert kit.fork("build", "warn", "-j1", "--no-patchcheck").rc == 0
+    res = kit.fork("build", "warn", "-j1")
+    assert res.rc == 1, res
+    assert "WARNME is not allowed" in res.err
+    assert builds(kit) == 1             # the image was reused, only the check ran
+
+
+def test_stored_image_survives_the_next_build(kit):
+    # check/bench/bisect boot the stored copy: a build of another commit
+    # (same shared build dir) must not change what an earlier build returned.
+    kit.laid_out()
+    a = stored(kit.fork("build", "distro/9.9", "-j1"))
+    a_text = open(a).read()
+    set_fragment(kit, "CONFIG_EXTRA=y\n")
+    b = stored(kit.fork("build", "distro/9.9", "-j1"))
+    assert a != b and open(a).read() == a_text and "CONFIG_EXTRA=y" in open(b).read()
+    # the index gives the first one back without a rebuild
+    set_fragment(kit)
+    n = builds(kit)
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert stored(res) == a and builds(kit) == n and "already built" in res.err
 
 
 def test_patchcheck_ignores_warnings_the_parent_already_has(kit):
@@ -148,7 +196,7 @@ def test_dirty_build_worktree_is_refused(kit):
 
 
 def test_fragment_parsing_and_warning_regex(tmp_path):
-    from forkkit import cmd_build
+    from forkkit import kbuild as cmd_build
     from forkkit.common import ForkError
     frag = tmp_path / "x.config"
     frag.write_text("# comment\nCONFIG_A=y\nCONFIG_B=n  # if-present\n\nCONFIG_C=\"str\"\n")
@@ -172,7 +220,7 @@ def test_fragment_parsing_and_warning_regex(tmp_path):
 def test_unknown_flavour_from_other_verbs(kit):
     # rebase/bisect/check pass a flavour through to build(): a clean error,
     # not a KeyError traceback
-    from forkkit import cmd_build
+    from forkkit import kbuild as cmd_build
     from forkkit.common import ForkError
     with pytest.raises(ForkError, match=r"unknown config flavour 'nope': choose one of base, "):
         cmd_build.build("distro/9.9", "nope")

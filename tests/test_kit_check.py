@@ -5,7 +5,9 @@ import re
 
 import pytest
 
-from forkkit import cli, cmd_boot, cmd_build, cmd_check, guesttests
+from forkkit import cli, cmd_check, guesttests, kbuild, kernel, qemu
+from forkkit import qemu as cmd_boot
+from forkkit.common import ForkError
 
 
 @pytest.fixture
@@ -20,13 +22,14 @@ def fake(kit, monkeypatch, tmp_path):
         commit = kit.rev(rev)
         calls["build"].append(commit)
         if commit in fail["build"]:
-            raise cmd_check.ForkError("build of %s failed: boom" % commit[:12])
-        image = tmp_path / "bzImage"
-        image.write_text("kernel")
-        return cmd_build.BuildResult(rev=rev, commit=commit, tree=kit.rev(commit + "^{tree}"),
-                                     flavour=flavour, image=str(image), log="build.log")
+            raise ForkError("build of %s failed: boom" % commit[:12])
+        image = tmp_path / ("bzImage-" + commit)
+        image.write_text("kernel " + commit)
+        return kbuild.BuildResult(rev=rev, commit=commit, tree=kit.rev(commit + "^{tree}"),
+                                  flavour=flavour, image=str(image), log="build.log",
+                                  image_sha256="5" * 64, config_key="c" * 64)
 
-    def checkpatch(commit, src, log):
+    def checkpatch(commit, log):
         calls["checkpatch"].append(commit)
         if kit.git("rev-list", "--parents", "-n", "1", commit).count(" ") == 0:
             return "n/a", "base snapshot"
@@ -34,7 +37,7 @@ def fake(kit, monkeypatch, tmp_path):
 
     def run_guest(kernel, script, disks=(), timeout=600, log=None, prog=None, label="boot", **kw):
         commit = calls["build"][-1]
-        calls["boot"].append((commit, script, list(disks), timeout))
+        calls["boot"].append((commit, script, list(disks), timeout, kernel))
         blocks, inodes = guesttests.group_sums(disks[0])
         if commit in fail["ffree"]:
             inodes += 1
@@ -45,13 +48,13 @@ def fake(kit, monkeypatch, tmp_path):
         lines.append("FORK-EXIT-STATUS: 0")
         with open(log, "w") as fh:
             fh.write("\n".join(lines) + "\n")
-        rc, problems = cmd_boot.scan(log)
-        return cmd_boot.BootResult(rc=rc, log=log, seconds=0.1, problems=problems, error=None,
-                                   output=cmd_boot.guest_output(log))
+        rc, problems = qemu.scan(log)
+        return qemu.BootResult(rc=rc, log=log, seconds=0.1, problems=problems, error=None,
+                               output=qemu.guest_output(log))
 
-    monkeypatch.setattr(cmd_check, "build", build)
-    monkeypatch.setattr(cmd_check, "checkpatch", checkpatch)
-    monkeypatch.setattr(cmd_check, "run_guest", run_guest)
+    monkeypatch.setattr(kernel, "build", build)
+    monkeypatch.setattr(kernel, "run_checkpatch", checkpatch)
+    monkeypatch.setattr(kernel, "run_guest", run_guest)
     monkeypatch.setitem(guesttests.TESTS, "smoke", ("4M", 1024, "fsreport /mnt"))
     kit.calls, kit.fail = calls, fail
     kit.commits = [kit.rev("distro/9.9")] + \
@@ -74,16 +77,18 @@ def test_all_pass_then_cached_then_forced(fake, capsys):
     assert rc == 0, out
     lines = out.splitlines()
     assert lines[0].split() == ["commit", "subject", "checkpatch", "build", "boot", "test",
-                                "e2fsck", "time"]
+                                "e2fsck", "counts", "time"]
     rows = rows_of(out)
     assert [r[:12] for r in rows] == [c[:12] for c in fake.commits]
     assert rows[0].split()[1:3] == ["Import", "Debian"]
     assert "n/a" in rows[0].split() and "ext2: make balloc faster" in rows[1]
     for r in rows:
-        assert r.split()[-5:-1] == ["pass"] * 4 or r.split()[-6:-2] == ["pass"] * 4, r
+        assert set(r.split()[-7:-1]) <= {"pass", "n/a"} and r.split()[-6:-1] == ["pass"] * 5, r
         assert "(cached)" not in r
     assert fake.calls["build"] == fake.commits
-    assert [b[2][0] for b in fake.calls["boot"]] == [str(fake.work / "images" / "check.img")] * 3
+    # each check boots on a disk image of its own process (no two runs share one)
+    assert [b[2][0] for b in fake.calls["boot"]] == \
+        [str(fake.work / "images" / ("check-%d.img" % os.getpid()))] * 3
     assert fake.calls["boot"][0][1] == "fsreport /mnt"
     assert fake.calls["boot"][0][3] == 900
 
@@ -124,13 +129,13 @@ def test_failures_are_reported_and_not_cached(fake, capsys):
     rc, out = run(fake, capsys)
     assert rc == 1
     rows = rows_of(out)
-    assert rows[1].split()[-6:-1] == ["pass", "pass", "FAIL", "FAIL", "pass"], rows[1]
-    assert "%s boot: " % c1[:12] in out and "%s test: kernel report in the console log: " \
-        "[ 1.0] BUG: unable to handle page fault" % c1[:12] in out
-    assert re.search(r"%s e2fsck: guest statfs said bfree=\d+ ffree=(\d+), group descriptors "
-                     r"hold \d+/(\d+)" % c2[:12], out)
-    m = re.search(r"ffree=(\d+), group descriptors hold \d+/(\d+)", out)
-    assert int(m.group(1)) == int(m.group(2)) + 1
+    assert rows[1].split()[-7:-1] == ["pass", "pass", "FAIL", "FAIL", "pass", "pass"], rows[1]
+    assert rows[2].split()[-7:-1] == ["pass", "pass", "pass", "pass", "pass", "FAIL"], rows[2]
+    assert "%s boot: " % c1[:12] in out and "%s test: kernel report in the console log (" \
+        % c1[:12] in out and "\n[ 1.0] BUG: unable to handle page fault" in out
+    m = re.search(r"%s counts: free blocks/inodes differ: superblock (\d+)/(\d+), .*"
+                  r"guest statfs (\d+)/(\d+)" % c2[:12], out)
+    assert m and m.group(1) == m.group(3) and int(m.group(4)) == int(m.group(2)) + 1
     # the base passed and is cached; the failures are checked again
     fake.fail["boot"].clear()
     fake.fail["ffree"].clear()
@@ -146,9 +151,10 @@ def test_build_failure_row(fake, capsys):
     assert rc == 1
     rows = rows_of(out)
     assert [r[:12] for r in rows] == [c[:12] for c in fake.commits[1:]]
-    assert rows[0].split()[-6:-1] == ["-", "FAIL", "-", "-", "-"], rows[0]
+    # checkpatch runs first (it needs no build), then the build fails
+    assert rows[0].split()[-7:-1] == ["pass", "FAIL", "-", "-", "-", "-"], rows[0]
     assert "%s build: build of %s failed: boom" % (c1[:12], c1[:12]) in out
-    assert c1 not in fake.calls["checkpatch"]
+    assert c1 in fake.calls["checkpatch"]
 
 
 def test_json_output(fake, capsys, tmp_path):
@@ -180,12 +186,12 @@ def test_table_format(monkeypatch, tmp_path):
     monkeypatch.setenv("FORK_WORKDIR", str(tmp_path))
     rows = [{"commit": "a" * 40, "subject": "x" * 60, "seconds": 12.4, "cached": True,
              "cells": {"checkpatch": "pass", "build": "pass", "boot": "FAIL", "test": "-",
-                       "e2fsck": "-"}}]
+                       "e2fsck": "-", "counts": "-"}}]
     lines = cmd_check.table(rows).splitlines()
     assert len(lines) == 3 and set(lines[1]) == {"-"}
     assert lines[2].startswith("a" * 12 + "  " + "x" * 44 + "  pass")
     assert lines[2].endswith("   12s (cached)")
-    assert os.path.basename(cmd_check.cache_path("t" * 40, "base", "smoke")).startswith(
+    assert os.path.basename(kernel.cache_path("t" * 40, "base", "smoke")).startswith(
         "t" * 40 + "-base-smoke-")
 
 
@@ -193,7 +199,7 @@ def test_missing_qemu_is_reported_before_any_build(fake, capsys, monkeypatch):
     real_which = cmd_boot.shutil.which
     no_qemu = lambda p, *a, **k: None if p == "qemu-system-x86_64" else real_which(p)  # noqa: E731
     monkeypatch.setattr(cmd_boot.shutil, "which", no_qemu)
-    with pytest.raises(cmd_check.ForkError) as exc:
+    with pytest.raises(ForkError) as exc:
         cmd_check.run_check(series=cmd_check.Series(), out=lambda *_: None)
     assert "apt-get install qemu-system-x86" in str(exc.value)
     assert fake.calls["build"] == []
@@ -204,3 +210,65 @@ def test_missing_qemu_is_reported_before_any_build(fake, capsys, monkeypatch):
     monkeypatch.setattr(cmd_boot.shutil, "which", no_qemu)
     rc, out = run(fake, capsys)
     assert rc == 0 and all(r.endswith("(cached)") for r in rows_of(out))
+
+
+def test_boot_gets_the_stored_image_and_the_cache_names_it(fake, capsys, monkeypatch):
+    # The row must name the image that was booted; a later build of another
+    # commit (or a second check running beside this one) cannot change it.
+    images = {}
+    real_build = kernel.build
+
+    def build(rev, flavour="base", jobs=0, do_patchcheck=True, prog=None):
+        res = real_build(rev, flavour, jobs, do_patchcheck, prog)
+        res.image_sha256 = "%064x" % len(images)
+        images[res.commit] = (res.image, res.image_sha256)
+        return res
+    monkeypatch.setattr(kernel, "build", build)
+    head = fake.commits[-1]
+    rc, _ = run(fake, capsys, head)
+    assert rc == 0
+    booted = fake.calls["boot"][-1]
+    assert booted[4] == images[head][0]
+    import json
+    tree = fake.rev(head + "^{tree}")
+    with open(kernel.cache_path(tree, "base", "smoke")) as fh:
+        entry = json.load(fh)
+    assert entry["image_sha256"] == images[head][1] and entry["image"] == images[head][0]
+    assert entry["tree"] == tree and entry["kit"] == kernel.kit_key()
+    assert set(entry["tools"]) == {"qemu", "e2fsprogs"}
+    assert entry["cells"]["counts"] == "pass"
+    assert entry["details"]["counts"].startswith("free blocks/inodes equal: superblock ")
+
+
+def test_cache_entry_without_image_hash_is_not_trusted(fake, capsys):
+    # an entry that names no booted image (or misses a cell) is re-checked
+    import json
+    head = fake.commits[-1]
+    assert run(fake, capsys, head)[0] == 0
+    path = kernel.cache_path(fake.rev(head + "^{tree}"), "base", "smoke")
+    for damage in ("image_sha256", "counts"):
+        with open(path) as fh:
+            entry = json.load(fh)
+        if damage == "counts":
+            del entry["cells"]["counts"]
+        else:
+            del entry[damage]
+        with open(path, "w") as fh:
+            json.dump(entry, fh)
+        n = len(fake.calls["build"])
+        rc, out = run(fake, capsys, head)
+        assert rc == 0 and "(cached)" not in out and len(fake.calls["build"]) == n + 1
+
+
+def test_expected_reports(fake, capsys, monkeypatch):
+    # A test that provokes a kernel report on purpose names it; it must
+    # appear, and only lines matching it are excused.
+    monkeypatch.setitem(guesttests.TESTS, "provoke",
+                        ("4M", 1024, "fsreport /mnt", {"expect": [r"BUG: unable to handle"]}))
+    c1, c2 = fake.commits[1:]
+    fake.fail["boot"].add(c1)
+    rc, out = run(fake, capsys, c1, "--test", "provoke")
+    assert rc == 0, out
+    rc, out = run(fake, capsys, c2, "--test", "provoke")
+    assert rc == 1
+    assert "expected kernel report did not appear: BUG: unable to handle" in out

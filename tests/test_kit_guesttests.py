@@ -50,24 +50,61 @@ def test_make_image_and_clean_fsck(image, kit):
                {"prog": "fsreport", "bfree": str(bfree), "ffree": str(ffree)}]
     assert guesttests.fsck(image, reports, log=str(log)) is None
     assert "$ e2fsck -fn %s" % image in log.read_text()
-    assert guesttests.fsck(image) is None
+    assert guesttests.fsck(image, need_statfs=False) is None
+    res = guesttests.verify_image(image, reports)
+    assert res["e2fsck"][0] == "pass" and res["counts"][0] == "pass"
+    # the row says which counts were compared
+    assert res["counts"][1] == ("free blocks/inodes equal: superblock %d/%d, group descriptors "
+                                "%d/%d, e2fsck %d/%d, guest statfs %d/%d"
+                                % ((bfree, ffree) * 4))
     # make_image replaces an existing image
     with open(image, "r+b") as fh:
         fh.seek(1024)
         fh.write(b"\xff" * 1024)            # trash the superblock
     guesttests.make_image(image, "4M", 1024)
-    assert guesttests.fsck(image) is None
+    assert guesttests.fsck(image, need_statfs=False) is None
+
+
+def test_missing_fsreport_is_a_failure(image):
+    # a guest test that printed no statfs line must not pass the comparison
+    res = guesttests.verify_image(image, [{"prog": "stress", "ops": "1"}])
+    assert res["e2fsck"][0] == "pass"
+    assert res["counts"][0] == "FAIL"
+    assert "not compared: no guest statfs count" in res["counts"][1]
+    assert guesttests.fsck(image, []) is not None
+    res = guesttests.verify_image(image, [{"prog": "fsreport", "bfree": "x"}])
+    assert res["counts"][0] == "FAIL"
+
+
+@pytest.mark.parametrize("field,delta", [("free_blocks_count", -3706), ("free_inodes_count", 5)])
+def test_wrong_superblock_count_fails(image, field, delta):
+    # e2fsck -fn passes an image whose superblock free count is wrong; the
+    # counts comparison must not.
+    bfree, ffree = counts(image)
+    value = (bfree if field == "free_blocks_count" else ffree) + delta
+    subprocess.run(["debugfs", "-w", "-R", "ssv %s %d" % (field, value), image],
+                   capture_output=True, check=True)
+    assert counts(image) != (bfree, ffree)
+    assert subprocess.run(["e2fsck", "-fn", image], capture_output=True).returncode == 0
+    # the guest's statfs agreeing with the group descriptors is not enough
+    res = guesttests.verify_image(image, [{"prog": "fsreport", "bfree": str(bfree),
+                                           "ffree": str(ffree)}])
+    assert res["e2fsck"][0] == "pass"
+    assert res["counts"][0] == "FAIL", res
+    assert "free blocks/inodes differ: superblock %d/%d" % (
+        (value, ffree) if field == "free_blocks_count" else (bfree, value)) in res["counts"][1]
 
 
 def test_fsreport_mismatch(image):
     bfree, ffree = counts(image)
     err = guesttests.fsck(image, [{"prog": "fsreport", "bfree": str(bfree - 1),
                                    "ffree": str(ffree)}])
-    assert err == "guest statfs said bfree=%d ffree=%d, group descriptors hold %d/%d" % (
-        bfree - 1, ffree, bfree, ffree)
+    assert err == ("free blocks/inodes differ: superblock %d/%d, group descriptors %d/%d, "
+                   "e2fsck %d/%d, guest statfs %d/%d"
+                   % (bfree, ffree, bfree, ffree, bfree, ffree, bfree - 1, ffree))
     err = guesttests.fsck(image, [{"prog": "fsreport", "bfree": str(bfree),
                                    "ffree": str(ffree + 2)}])
-    assert "ffree=%d" % (ffree + 2) in err and "%d/%d" % (bfree, ffree) in err
+    assert "guest statfs %d/%d" % (bfree, ffree + 2) in err
 
 
 def test_unlinked_but_not_freed_inode_fails(image, tmp_path):
@@ -75,11 +112,11 @@ def test_unlinked_but_not_freed_inode_fails(image, tmp_path):
     data.write_bytes(b"x" * 5000)
     subprocess.run(["debugfs", "-w", "-R", "write %s victim" % data, image],
                    capture_output=True, check=True)
-    assert guesttests.fsck(image) is None
+    assert guesttests.fsck(image, need_statfs=False) is None
     # drop the directory entry only: inode and blocks stay allocated
     subprocess.run(["debugfs", "-w", "-R", "unlink victim", image], capture_output=True,
                    check=True)
-    err = guesttests.fsck(image)
+    err = guesttests.fsck(image, need_statfs=False)
     assert err and err.startswith("e2fsck -fn exit 4: "), err
     assert "Unattached inode 12" in err
     assert "Pass " not in err               # the problems, not e2fsck's progress lines
@@ -91,7 +128,7 @@ def test_corrupted_block_bitmap_fails(image):
     with open(image, "r+b") as fh:
         fh.seek(block * 1024)
         fh.write(b"\x5a" * 1024)
-    err = guesttests.fsck(image)
+    err = guesttests.fsck(image, need_statfs=False)
     assert err and err.startswith("e2fsck -fn exit 4: "), err
     assert "Block bitmap differences" in err, err
 
@@ -103,5 +140,5 @@ def test_test_key_and_names(kit):
     (kit.repo / "ci" / "guest" / "init").write_text("changed\n")
     assert guesttests.test_key("smoke") != key
     guesttests.check_test_name("smoke")
-    with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress"):
+    with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress, seed"):
         guesttests.check_test_name("nope")

@@ -30,7 +30,6 @@ work/bench/latest.{json,md,cmd,png} pointing at the newest run.  Absolute
 figures are TCG times: compare ratios.  A failed boot is an error.
 """
 
-import hashlib
 import json
 import os
 import re
@@ -40,9 +39,9 @@ import threading
 import time
 
 from . import benchlib, guesttests
-from .cmd_boot import failure_message, run_guest
-from .cmd_build import build
-from .common import REPO, ForkError, Progress, ensure_dir, rev_parse, run, which, wpath
+from .kbuild import build
+from .qemu import failure_message, run_guest
+from .common import ForkError, Progress, ensure_dir, repo_root, rev_parse, run, which, wpath
 
 HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
 
@@ -74,7 +73,7 @@ def add_arguments(p):
                    help="output directory (default work/bench): the run goes to "
                         "DIR/<timestamp>/, DIR/latest.* point at it")
     p.add_argument("--rebuild", action="store_true",
-                   help="rebuild the kernels even if work/bench/kernels has them")
+                   help="rebuild the kernels even if work/kernels holds them")
     p.add_argument("--timeout", type=int, default=0,
                    help="guest timeout per boot in seconds (default: from the sizes)")
 
@@ -82,39 +81,16 @@ def add_arguments(p):
 # ---------------------------------------------------------------------------
 # Kernels
 
-def config_hash(flavour):
-    """What decides a build besides the commit: the kconfig fragments and the
-    build procedure itself."""
-    from .cmd_build import FLAVOURS
-    h = hashlib.sha256(flavour.encode())
-    paths = [os.path.join(REPO, "ci", "kconfig", f) for f in FLAVOURS[flavour]]
-    paths.append(os.path.join(REPO, "tools", "forkkit", "cmd_build.py"))
-    for path in paths:
-        with open(path, "rb") as fh:
-            h.update(fh.read())
-    return h.hexdigest()[:10]
-
-
 def kernel_image(rev, flavour, prog, rebuild=False):
-    """Build `rev` (flavour) and keep a private copy of its bzImage: all
-    builds of a flavour share one build directory, so A's image would be
-    overwritten by B's build.  Copies are reused by commit + config."""
+    """Build `rev` (flavour, no patchcheck): the result is a stored image
+    named by its sha256 (work/kernels/), which no later build overwrites,
+    so A and B each boot exactly their own kernel."""
     commit = rev_parse(rev)
-    kdir = ensure_dir(wpath("bench", "kernels"))
-    dest = os.path.join(kdir, "%s-%s-%s.bzImage" % (commit[:12], flavour, config_hash(flavour)))
-    info = {"rev": rev, "commit": commit, "flavour": flavour, "image": dest}
-    if os.path.exists(dest) and not rebuild:
-        prog.say("%s (%s) %s: kernel cached at %s" % (rev, commit[:12], flavour, dest))
-        info["cached"] = True
-        return info
-    res = build(commit, flavour, do_patchcheck=False, prog=prog)
+    res = build(commit, flavour, do_patchcheck=False, prog=prog, force=rebuild)
     if res.commit != commit:
         raise ForkError("build of %s produced %s, expected %s" % (rev, res.commit, commit))
-    tmp = dest + ".tmp"
-    shutil.copyfile(res.image, tmp)
-    os.replace(tmp, dest)
-    info.update(cached=False, build_log=res.log)
-    return info
+    return {"rev": rev, "commit": commit, "flavour": flavour, "image": res.image,
+            "image_sha256": res.image_sha256, "build_log": res.log}
 
 
 # ---------------------------------------------------------------------------
@@ -321,11 +297,13 @@ class LoadWatcher(threading.Thread):
 # ---------------------------------------------------------------------------
 # The run
 
-def check_gnuplot():
+def check_gnuplot(prog):
+    """(path, version) of gnuplot, or (None, None) without it: the plot is
+    the only thing that needs it, so a run without gnuplot just has none."""
     path = shutil.which("gnuplot")
     if not path:
-        raise ForkError("gnuplot not found (needed for the plot): run "
-                        "`apt-get install gnuplot-nox`")
+        prog.say("gnuplot not found: no plot this run (`apt-get install gnuplot-nox` for one)")
+        return None, None
     proc = run([path, "--version"], check=False)
     if proc.returncode != 0:
         raise ForkError("`gnuplot --version` failed: reinstall it with "
@@ -359,9 +337,9 @@ def qemu_version():
 
 
 def kit_version():
-    proc = run(["git", "-C", REPO, "rev-parse", "HEAD"], check=False)
+    proc = run(["git", "-C", repo_root(), "rev-parse", "HEAD"], check=False)
     head = (proc.stdout or "").strip() or None
-    dirty = run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+    dirty = run(["git", "-C", repo_root(), "status", "--porcelain", "--untracked-files=no"],
                 check=False)
     return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
 
@@ -404,7 +382,7 @@ def write_outputs(doc, rdir, base, gnuplot, prog):
                  "cd %s && %s\n"
                  % (doc["run"]["id"], doc["kernels"]["A"]["rev"], doc["kernels"]["A"]["commit"],
                     doc["kernels"]["B"]["rev"], doc["kernels"]["B"]["commit"],
-                    doc["run"]["as_run"], shlex.quote(REPO), doc["run"]["command"]))
+                    doc["run"]["as_run"], shlex.quote(repo_root()), doc["run"]["command"]))
     os.chmod(os.path.join(rdir, "bench.cmd"), 0o755)
     png = plot(doc, rdir, gnuplot, prog)
     made = [e for e in OUTPUTS if os.path.exists(os.path.join(rdir, "bench." + e))]
@@ -422,6 +400,8 @@ def write_outputs(doc, rdir, base, gnuplot, prog):
 
 
 def plot(doc, rdir, gnuplot, prog):
+    if gnuplot is None:
+        return None
     script, files = benchlib.gnuplot_files(doc, "bench.png")
     if script is None:
         prog.say("no seed or statfs points: no plot")
@@ -455,7 +435,7 @@ def run_bench(opts, prog=None, out=print):
         workloads = benchlib.parse_only(opts.only)
     except ValueError as exc:
         raise ForkError("--only: %s" % exc)
-    gnuplot, gnuplot_version = check_gnuplot()
+    gnuplot, gnuplot_version = check_gnuplot(prog)
     extra = dbench_files() if "dbench" in workloads else {}
     sizes = benchlib.SIZES["quick" if opts.quick else "full"]
     points = benchlib.make_points(sizes, workloads)
@@ -544,7 +524,7 @@ def run_bench(opts, prog=None, out=print):
             except benchlib.ParseError as exc:
                 raise ForkError("boot %d (%s, %s, repetition %d): %s (console log: %s)"
                                 % (n + 1, k, flavour, rep, exc, res.log))
-            err = guesttests.fsck(disks[0], log=log)
+            err = guesttests.fsck(disks[0], log=log, need_statfs=False)
             if err:
                 kept = os.path.join(rdir, "damaged-%s.img" % label)
                 os.replace(disks[0], kept)

@@ -36,30 +36,18 @@ import re
 import subprocess
 import sys
 
-from . import guesttests
-from .cmd_build import FLAVOURS, Lock
-from .common import (ForkError, Progress, git, git_ok, ktree, new_log,
+from . import guesttests, kernel
+from .kbuild import FLAVOURS, build, check_deps, src_tree
+from .qemu import qemu_binary
+from .common import (ForkError, Lock, Progress, git, git_ok, ktree, new_log,
                      repo_root, require_ktree, rev_parse, run, tree_is_dirty, which, wpath)
 
 HELP = "bisect a range with build + boot + guest ext2 test + e2fsck per step"
 
 SKIP, BAD, GOOD, ABORT = 125, 1, 0, 128
 
-# name -> (image size, block size, guest script), like guesttests.TESTS
-SEED = ("64M", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-mkdir /mnt/a /mnt/b
-seedload -n 9 -m 200 /mnt/a /mnt/b /mnt/b
-rmdir /mnt/a /mnt/b
-fsreport /mnt
-umount /mnt
-""")
-
-
 def tests():
-    out = dict(guesttests.TESTS)
-    out.setdefault("seed", SEED)
-    return out
+    return guesttests.TESTS
 
 
 def add_arguments(p):
@@ -118,8 +106,6 @@ def fake_step(prog, commit):
 
 
 def real_step(commit, test, flavour, timeout, prog):
-    from .cmd_boot import failure_message, run_guest
-    from .cmd_build import build
     try:
         res = build(commit, flavour, do_patchcheck=False, prog=prog)
     except ForkError as exc:
@@ -127,27 +113,21 @@ def real_step(commit, test, flavour, timeout, prog):
         prog.say("%s does not build: skip (%s)" % (commit[:12], first))
         record("skip", commit, "does not build: %s" % first)
         return SKIP
-    size, bs, script = tests()[test]
     log = new_log("bisect-%s" % commit[:12])
     # A ForkError from here on (no QEMU, no initramfs, ...) is not the
     # commit's fault: step() turns it into exit 128, which ends the bisect.
-    img = guesttests.image_path("bisect")
-    guesttests.make_image(img, size, bs, log=log)
-    boot = run_guest(res.image, script, [img], timeout=timeout, prog=prog,
-                     log=log + ".console", label="bisect")
-    if not boot.ok:
-        # a kernel that does not boot, hangs, reports a problem or fails the
-        # guest test is bad
-        reason = failure_message(boot).splitlines()[0]
-        record("bad", commit, reason, boot.log)
+    out = kernel.run_test(res.image, test, timeout, prog, log, "bisect")
+    failed = [c for c in ("boot", "test", "e2fsck", "counts") if out["cells"][c] != "pass"]
+    if failed:
+        # a kernel that does not boot, hangs, reports a problem, fails the
+        # guest test or leaves a damaged disk or wrong counts is bad
+        reason = "; ".join("%s: %s" % (c, str(out["details"].get(c, "not run")).splitlines()[0])
+                           for c in failed)
+        record("bad", commit, reason, out["details"].get("boot"))
         prog.say("%s is bad: %s" % (commit[:12], reason))
         return BAD
-    err = guesttests.fsck(img, guesttests.results(boot.output), log=log)
-    if err:
-        record("bad", commit, err, log)
-        prog.say("%s is bad: %s" % (commit[:12], err))
-        return BAD
-    record("good", commit, "%s test, e2fsck and counters clean" % test, boot.log)
+    record("good", commit, "%s test, e2fsck and counters clean (image %s)"
+           % (test, res.image_sha256[:12]), out["details"].get("boot"))
     prog.say("%s is good" % commit[:12])
     return GOOD
 
@@ -293,8 +273,6 @@ def run_bisect(args):
         raise ForkError("unknown guest test %r: choose one of %s"
                         % (args.test, ", ".join(sorted(tests()))))
     if not os.environ.get("FORK_BISECT_FAKE_STEP"):
-        from .cmd_boot import qemu_binary
-        from .cmd_build import check_deps, src_tree
         check_deps()
         qemu_binary()
         which("e2fsck", "e2fsprogs")

@@ -54,10 +54,11 @@ import shutil
 import tempfile
 import textwrap
 
-from . import cmd_check, guesttests
+from . import guesttests, kernel
 from . import series as series_mod
 from .cmd_branches import apply_patches, mailinfo, patch_id_of_commit, patch_id_of_file
 from .cmd_maintainers import BaseTree, address, yielded
+from .kbuild import run_checkpatch_pl
 from . import cmd_maintainers
 from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, rev_parse, run, wpath)
@@ -249,7 +250,7 @@ def check_rows(commits, flavour, test):
     rows = []
     for commit in commits:
         tree = git(["rev-parse", commit + "^{tree}"])
-        row = cmd_check.cached(tree, flavour, test)
+        row = kernel.cached(tree, flavour, test)
         if row is not None:
             cells = row.get("cells", {})
             ok = row.get("passed", bool(cells)) and cells and \
@@ -286,7 +287,7 @@ def summary_text(commits):
 
 
 def check_text(rows, flavour, test, allowed):
-    cells = cmd_check.CELLS
+    cells = kernel.CELLS
     table = [["patch", "commit"] + cells]
     unchecked = []
     for k, (commit, subject, row) in enumerate(rows, 1):
@@ -300,8 +301,9 @@ def check_text(rows, flavour, test, allowed):
     lines = [
         "Each commit was checked with `tools/fork check` (config %s, guest test" % flavour,
         "%s): checkpatch.pl --strict, a W=1 build, a QEMU boot, the ext2 test in" % test,
-        "the guest and e2fsck -fn of its image; checkpatch.pl --strict also passes",
-        "on the mails as sent.",
+        "the guest, e2fsck -fn of its image, and its free block and inode counts",
+        "(superblock = group descriptors = e2fsck = the guest's statfs);",
+        "checkpatch.pl --strict also passes on the mails as sent.",
         "",
     ] + [("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths))).rstrip() for r in table]
     if unchecked:
@@ -527,14 +529,10 @@ def check_signoff(patches, name, mail):
 
 
 def checkpatch(bt, patches):
-    script = os.path.join(bt.path, "scripts", "checkpatch.pl")
-    if not os.path.isfile(script):
-        raise ForkError("the base tree has no scripts/checkpatch.pl")
     bad = []
     for k, p in enumerate(patches, 1):
-        proc = run(["perl", script] + cmd_check.CHECKPATCH_ARGS +
-                   ["--root=%s" % bt.path, "--color=never", p],
-                   cwd=bt.path, check=False)
+        with open(p, errors="replace") as fh:
+            proc = run_checkpatch_pl(bt.path, fh.read())
         if proc.returncode != 0:
             out = (proc.stdout + proc.stderr).strip().splitlines()
             keep = [l for l in out if re.match(r"^(ERROR|WARNING|CHECK|total):", l)] or out[-5:]

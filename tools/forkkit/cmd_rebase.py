@@ -62,9 +62,8 @@ from . import cmd_import
 from . import series as series_mod
 from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
                            patch_id_of_file)
-from .cmd_build import Lock
 from .cmd_save import format_patches, patch_subject, repo_dirty, subject_of
-from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
+from .common import (ForkError, Lock, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, run, sha256_file, tree_is_dirty, wpath)
 
 HELP = "move the series onto another Debian snapshot (import, replay, range-diff, check)"

@@ -3,6 +3,7 @@
 Everything here is Python 3 standard library only (Debian's python3).
 """
 
+import fcntl
 import hashlib
 import os
 import shlex
@@ -188,3 +189,35 @@ def cpu_count():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+class Lock:
+    """An exclusive lock in work/locks (flock): "build" guards the build
+    worktree and build dirs from checkout to stored image, "guest" lets one
+    QEMU guest run at a time (the machines have two cores)."""
+
+    def __init__(self, name):
+        self.path = os.path.join(ensure_dir(wpath("locks")), name + ".lock")
+
+    def __enter__(self):
+        self.fh = open(self.path, "w")
+        fcntl.flock(self.fh, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fh, fcntl.LOCK_UN)
+        self.fh.close()
+
+
+def check_output_path(path, what="output file"):
+    """Refuse, before any work, an output path that cannot be written."""
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise ForkError("%s %s is a directory: name a file" % (what, path))
+    if not os.path.isdir(d):
+        raise ForkError("%s %s: directory %s does not exist: create it first or name "
+                        "another path" % (what, path, d))
+    if not os.access(d, os.W_OK):
+        raise ForkError("%s %s: directory %s is not writable: name another path"
+                        % (what, path, d))
+    return path

@@ -1,0 +1,459 @@
+"""build: out-of-tree build of one revision with the project's config.
+
+The revision is checked out (detached) in a private git worktree,
+``work/src``, so the user's own checkout is never touched and switching
+between neighbouring commits rebuilds only what changed.  Objects go to
+``work/build/<major.minor>-<flavour>`` (``O=``), compiled through ccache.
+
+The config is ``make allnoconfig`` with the fragments of ``ci/kconfig/``
+forced on (``base.config``, plus ``debug.config`` or ``lockstat.config`` for
+those flavours); afterwards every option a fragment asks for is asserted,
+naming the option that did not stick.
+
+As ktest's PATCHCHECK does, the files a commit touches are recompiled with
+``W=1`` (and sparse, ``C=1``, when installed): a warning located in one of
+those files fails the build.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+
+from .common import (ForkError, Lock, Progress, cpu_count, ensure_dir, git, ktree, new_log,
+                     repo_root, require_ktree, rev_parse, run, sha256_file, tail, wpath)
+
+FLAVOURS = {
+    "base": ["base.config"],
+    "debug": ["base.config", "debug.config"],
+    "lockstat": ["base.config", "lockstat.config"],
+}
+BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
+              ("bc", "bc"), ("cpio", "cpio")]
+
+
+class BuildResult:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def check_deps():
+    for prog, pkg in BUILD_DEPS:
+        if not shutil.which(prog):
+            raise ForkError("build dependency %s is missing: run `apt-get install %s` "
+                            "(tools/setup installs all of them)" % (prog, pkg))
+    for header, pkg in (("/usr/include/libelf.h", "libelf-dev"),
+                        ("/usr/include/openssl/ssl.h", "libssl-dev")):
+        if not os.path.exists(header):
+            raise ForkError("build dependency %s is missing (%s): run `apt-get install %s`"
+                            % (pkg, header, pkg))
+
+
+def default_rev():
+    from .series import Series
+    return Series().head_branch
+
+
+def src_tree():
+    return wpath("src")
+
+
+def checkout(commit, log):
+    """Check `commit` out, detached, in the private src worktree."""
+    src = src_tree()
+    if not os.path.exists(os.path.join(src, ".git")):
+        run(["git", "worktree", "prune"], cwd=ktree(), log=log)
+        run(["git", "worktree", "add", "-f", "--detach", src, commit], cwd=ktree(), log=log)
+        return src
+    dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=src)
+    if dirty:
+        raise ForkError("the build worktree %s has local changes (%s): it belongs to the fork "
+                        "kit; commit them in %s instead, then `git -C %s reset --hard` to drop "
+                        "them there" % (src, dirty.splitlines()[0].strip(), ktree(), src))
+    if git(["rev-parse", "HEAD"], cwd=src) != commit:
+        run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
+    return src
+
+
+def parse_fragment(path):
+    """[(symbol, value, if_present)] from a Kconfig fragment."""
+    out = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if_present = "# if-present" in line
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
+            if not m:
+                raise ForkError("%s:%d: not a CONFIG_X=value line: %r" % (path, n, line))
+            out.append((m.group(1), m.group(2), if_present))
+    return out
+
+
+def fragment_options(flavour):
+    opts = []
+    for name in FLAVOURS[flavour]:
+        opts += parse_fragment(os.path.join(repo_root(), "ci", "kconfig", name))
+    return opts
+
+
+def kconfig_defines(src, symbol):
+    proc = run(["git", "grep", "-q", "-E", r"^\s*(menu)?config %s\s*$" % symbol[len("CONFIG_"):],
+                "HEAD", "--", "*Kconfig*"], cwd=src, check=False)
+    return proc.returncode == 0
+
+
+def read_config(path):
+    cfg = {}
+    with open(path) as fh:
+        for line in fh:
+            line = line.strip()
+            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
+            if m:
+                cfg[m.group(1)] = m.group(2)
+            m = re.match(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$", line)
+            if m:
+                cfg[m.group(1)] = "n"
+    return cfg
+
+
+def assert_config(bdir, src, opts, flavour):
+    cfg = read_config(os.path.join(bdir, ".config"))
+    for sym, want, if_present in opts:
+        if if_present and not kconfig_defines(src, sym):
+            continue
+        got = cfg.get(sym, "n")
+        if got != want:
+            raise ForkError("config option %s=%s (asked for by ci/kconfig, flavour %s) is %s in "
+                            "%s/.config after olddefconfig: one of its `depends on` is not met "
+                            "or the symbol does not exist in this tree; fix the fragment"
+                            % (sym, want, flavour, "not set" if got == "n" else "=" + got, bdir))
+
+
+def make_env():
+    env = {
+        "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2000",
+        "KBUILD_BUILD_USER": "forkkit",
+        "KBUILD_BUILD_HOST": "forkkit",
+        "CCACHE_BASEDIR": os.path.dirname(wpath()),
+        "CCACHE_NOHASHDIR": "true",
+        "CCACHE_SLOPPINESS": "time_macros,include_file_mtime,include_file_ctime",
+    }
+    return env
+
+
+def make_args(src, bdir, jobs):
+    args = ["make", "-s", "-C", src, "O=%s" % bdir, "ARCH=x86_64", "-j%d" % jobs]
+    if shutil.which("ccache"):
+        args.append("CC=ccache gcc")
+    return args
+
+
+def configure(src, bdir, flavour, commit, log, prog):
+    opts = fragment_options(flavour)
+    merged = "".join("%s=%s\n" % (s, v) for s, v, ip in opts
+                     if not ip or kconfig_defines(src, s))
+    kconfigs = "\n".join(line for line in git(["ls-tree", "-r", commit], cwd=src).splitlines()
+                          if "/Kconfig" in line or "\tKconfig" in line)
+    key = hashlib.sha256((merged + kconfigs).encode()).hexdigest()
+    stamp = os.path.join(bdir, ".fork-config-key")
+    if os.path.exists(os.path.join(bdir, ".config")) and os.path.exists(stamp) \
+            and open(stamp).read() == key:
+        return key
+    prog.say("configuring %s (allnoconfig + %s)" % (bdir, " + ".join(FLAVOURS[flavour])))
+    if os.path.exists(stamp):
+        os.unlink(stamp)    # a failed configure must not leave a matching stamp behind
+    frag = os.path.join(bdir, "fork.config")
+    with open(frag, "w") as fh:
+        fh.write(merged)
+    run(make_args(src, bdir, 1) + ["KCONFIG_ALLCONFIG=%s" % frag, "allnoconfig"],
+        env=make_env(), log=log)
+    run(make_args(src, bdir, 1) + ["olddefconfig"], env=make_env(), log=log)
+    assert_config(bdir, src, opts, flavour)
+    with open(stamp, "w") as fh:
+        fh.write(key)
+    return key
+
+
+# gcc names the source as kbuild passed it: relative to the build dir
+# ("../../src/fs/ext2/inode.c" for O=work/build/<x>), absolute, or plain.
+WARN_RE = re.compile(r"^(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):(?:\d+:)? "
+                     r"(?:warning|error): (.*)$")
+
+
+def touched_files(commit, src):
+    parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
+    if not parents:
+        return []
+    return git(["diff-tree", "--no-commit-id", "--name-only", "-r", parents[0], commit],
+               cwd=src).split()
+
+
+def patchcheck(src, bdir, commit, jobs, log, prog):
+    """Recompile objects of touched files with W=1 (+sparse); return warnings."""
+    files = touched_files(commit, src)
+    objs = set()
+    for f in files:
+        if f.endswith(".c"):
+            cands = [f]
+        elif f.endswith(".h"):
+            d = os.path.dirname(f)
+            cands = [os.path.join(d, x) for x in os.listdir(os.path.join(src, d))
+                     if x.endswith(".c")] if d and os.path.isdir(os.path.join(src, d)) else []
+        else:
+            continue
+        for c in cands:
+            if os.path.exists(os.path.join(bdir, c[:-2] + ".o")):
+                objs.add(c[:-2] + ".o")
+    if not objs:
+        return []
+    prog.say("patchcheck: W=1%s on %d objects of touched files"
+             % (" + sparse" if shutil.which("sparse") else "", len(objs)))
+    touched = set(files)
+    warnings, failed = compile_warnings(src, bdir, objs, touched, jobs, log)
+    if warnings:
+        # Only new warnings count: drop those the parent commit already has
+        # (same file and message; line numbers move).
+        parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
+        if parents:
+            prog.say("patchcheck: %d warnings; comparing with the parent %s"
+                     % (len(warnings), parents[0][:12]))
+            run(["git", "checkout", "-q", "--detach", parents[0]], cwd=src, log=log)
+            try:
+                old, _ = compile_warnings(src, bdir, objs, touched, jobs, log)
+            finally:
+                run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
+            seen = {}
+            for w in old:
+                seen[warning_key(w)] = seen.get(warning_key(w), 0) + 1
+            new = []
+            for w in warnings:
+                k = warning_key(w)
+                if seen.get(k):
+                    seen[k] -= 1
+                else:
+                    new.append(w)
+            warnings = new
+    if failed and not warnings:
+        warnings.append(failed)
+    return warnings
+
+
+def warning_key(line):
+    m = WARN_RE.match(line)
+    return (m.group(1), m.group(3)) if m else line
+
+
+def compile_warnings(src, bdir, objs, touched, jobs, log):
+    """Recompile `objs` with W=1 (and sparse); return (warnings in touched
+    files, failure message or None)."""
+    for o in objs:
+        try:
+            os.unlink(os.path.join(bdir, o))
+        except OSError:
+            pass
+    args = make_args(src, bdir, jobs) + ["W=1"]
+    if shutil.which("sparse"):
+        args.append("C=1")
+    proc = run(args + sorted(objs), env=make_env(), cwd=src, check=False)
+    out = (proc.stdout or "") + (proc.stderr or "")
+    with open(log, "a") as fh:
+        fh.write("$ patchcheck %s\n%s\n" % (" ".join(sorted(objs)), out))
+    warnings = []
+    for line in out.splitlines():
+        m = WARN_RE.match(line.strip())
+        if m and m.group(1) in touched:
+            warnings.append(line.strip())
+    failed = None
+    if proc.returncode != 0:
+        failed = "recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:])
+    return warnings, failed
+
+
+def build_key():
+    """A hash of the build procedure itself (this file): part of every
+    stored image's index key, so a changed procedure never reuses an image."""
+    with open(os.path.abspath(__file__), "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:12]
+
+
+def kernels_dir():
+    return ensure_dir(wpath("kernels"))
+
+
+def store_image(image):
+    """Copy a freshly built bzImage into the content-addressed store
+    (work/kernels/<sha256>.bzImage): the shared build directory is
+    overwritten by the next build, a stored image never is.  Returns
+    (path, sha256)."""
+    sha = sha256_file(image)
+    dest = os.path.join(kernels_dir(), "%s.bzImage" % sha)
+    if not os.path.exists(dest) or sha256_file(dest) != sha:
+        tmp = "%s.tmp-%d" % (dest, os.getpid())
+        shutil.copyfile(image, tmp)
+        os.replace(tmp, dest)
+    return dest, sha
+
+
+def index_path(tree, flavour, config_key):
+    return os.path.join(ensure_dir(os.path.join(kernels_dir(), "index")),
+                        "%s-%s-%s-%s.json" % (tree, flavour, config_key[:16], build_key()))
+
+
+def read_index(path):
+    """The stored image of an index entry, if it is still there and intact."""
+    try:
+        with open(path) as fh:
+            entry = json.load(fh)
+        if sha256_file(entry["image"]) == entry["sha256"]:
+            return entry
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def write_index(path, entry):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w") as fh:
+        json.dump(entry, fh, indent=1)
+    os.replace(tmp, path)
+
+
+def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force=False):
+    """Build `rev`; return a BuildResult whose `image` is a stored copy
+    named by its sha256 (`image_sha256`).
+
+    Everything from the checkout to the stored copy happens under one lock,
+    so the image, the tree id and the checkpatch verdict belong together.
+    Whether the W=1/sparse patchcheck passed is recorded with the image: a
+    build without it (bench, bisect) is never taken for a checked one.
+    """
+    prog = prog or Progress("build")
+    if flavour not in FLAVOURS:
+        raise ForkError("unknown config flavour %r: choose one of %s"
+                        % (flavour, ", ".join(sorted(FLAVOURS))))
+    check_deps()
+    require_ktree()
+    rev = rev or default_rev()
+    commit = rev_parse(rev)
+    tree = git(["rev-parse", commit + "^{tree}"])
+    jobs = jobs or cpu_count()
+    log = new_log("build-%s" % commit[:12])
+    with Lock("build"):
+        t0 = time.monotonic()
+        src = checkout(commit, log)
+        mk = git(["show", commit + ":Makefile"], cwd=src)
+        ver = ".".join(re.search(r"^%s = (\d+)$" % k, mk, re.M).group(1)
+                       for k in ("VERSION", "PATCHLEVEL"))
+        bdir = ensure_dir(wpath("build", "%s-%s" % (ver, flavour)))
+        prog.say("building %s (%s) flavour %s in %s (log: %s)"
+                 % (rev, commit[:12], flavour, bdir, log))
+        config_key = configure(src, bdir, flavour, commit, log, prog)
+        built_key = tree + " " + config_key
+        ipath = index_path(tree, flavour, config_key)
+        entry = None if force else read_index(ipath)
+        image = os.path.join(bdir, "arch", "x86", "boot", "bzImage")
+        stamp = os.path.join(bdir, ".fork-built")
+        warnings = []
+        if entry:
+            prog.say("already built (tree %s, image %s)" % (tree[:12], entry["sha256"][:12]))
+        elif not force and os.path.exists(image) and os.path.exists(stamp) \
+                and open(stamp).read() == built_key:
+            prog.say("already built (tree %s)" % tree[:12])
+        else:
+            if os.path.exists(stamp):
+                os.unlink(stamp)
+            prog.say("make -j%d bzImage" % jobs)
+            try:
+                run(make_args(src, bdir, jobs) + ["bzImage"], env=make_env(), log=log)
+            except ForkError:
+                raise ForkError("build of %s (%s) failed:\n%s\nfull log: %s"
+                                % (rev, commit[:12], error_lines(log), log))
+            with open(stamp, "w") as fh:
+                fh.write(built_key)
+        if entry is None:
+            stored, sha = store_image(image)
+            entry = {"image": stored, "sha256": sha, "commit": commit, "tree": tree,
+                     "flavour": flavour, "config_key": config_key, "build_key": build_key(),
+                     "patchcheck": False, "log": log}
+            write_index(ipath, entry)
+        if do_patchcheck and not entry.get("patchcheck"):
+            warnings = patchcheck(src, bdir, commit, jobs, log, prog)
+            if warnings:
+                raise ForkError("warnings in files %s touches (W=1/sparse):\n%s\nfull log: %s"
+                                % (commit[:12], "\n".join(warnings[:20]), log))
+            entry["patchcheck"] = True
+            write_index(ipath, entry)
+        secs = time.monotonic() - t0
+        prog.say("done in %.1fs: %s" % (secs, entry["image"]))
+    return BuildResult(rev=rev, commit=commit, tree=tree, flavour=flavour, bdir=bdir,
+                       image=entry["image"], image_sha256=entry["sha256"],
+                       config_key=config_key, patchcheck=entry["patchcheck"], log=log,
+                       seconds=secs, warnings=warnings, version=ver)
+
+
+# checkpatch as a maintainer with a full tree runs it.  The imported
+# snapshot has no upstream history, so cited commits cannot be looked up.
+# Run from a directory without .git (GIT_DIR unset), checkpatch does not
+# try: the GIT_COMMIT_ID check then compares each citation with itself, which
+# enforces its form `commit <12+ hex> ("<title>")` (run inside a git tree
+# that lacks the commit, it would skip that check silently).  Without a
+# repository every citation also gets UNKNOWN_COMMIT_ID, which says nothing
+# about the patch, so that one warning is ignored.  --root gives checkpatch
+# the whole tree (spelling list, MAINTAINERS, const structs, ...).
+CHECKPATCH_ARGS = ["--strict", "--color=never", "--ignore", "UNKNOWN_COMMIT_ID"]
+
+
+def run_checkpatch_pl(root, patch):
+    """checkpatch.pl of `root` on `patch` (text) as described above;
+    returns the CompletedProcess."""
+    script = os.path.join(root, "scripts", "checkpatch.pl")
+    if not os.path.isfile(script):
+        raise ForkError("%s has no scripts/checkpatch.pl" % root)
+    nogit = tempfile.mkdtemp(prefix="checkpatch-", dir=ensure_dir(wpath("tmp")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        return subprocess.run(["perl", script] + CHECKPATCH_ARGS + ["--root=%s" % root, "-"],
+                              input=patch, cwd=nogit, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    finally:
+        shutil.rmtree(nogit, ignore_errors=True)
+
+
+def checkpatch(commit, src, log):
+    """checkpatch.pl --strict on one commit, with `src` (a checkout of it)
+    as the tree; return (cell, detail)."""
+    parents = git(["rev-list", "--parents", "-n", "1", commit]).split()[1:]
+    if not parents:
+        return "n/a", "base snapshot"
+    patch = git(["format-patch", "-1", "--stdout", commit])
+    try:
+        proc = run_checkpatch_pl(src, patch + "\n")
+    except ForkError as exc:
+        return "FAIL", str(exc)
+    with open(log, "a") as fh:
+        fh.write("$ checkpatch.pl %s %s\n%s%s\n" % (" ".join(CHECKPATCH_ARGS), commit,
+                                                   proc.stdout, proc.stderr))
+    summary = [l for l in proc.stdout.splitlines() if l.startswith("total:")]
+    if proc.returncode != 0:
+        problems = [l for l in proc.stdout.splitlines() if l.startswith(("ERROR:", "WARNING:",
+                                                                          "CHECK:"))]
+        return "FAIL", "; ".join(([summary[0]] if summary else []) + problems[:5]) \
+            or proc.stdout.strip()[-300:]
+    return "pass", summary[0] if summary else ""
+
+
+def run_checkpatch(commit, log):
+    """checkpatch() of `commit` in the build worktree, under the build lock."""
+    with Lock("build"):
+        return checkpatch(commit, checkout(commit, log), log)
+
+
+def error_lines(log):
+    lines = [l.rstrip() for l in open(log, errors="replace") if "error" in l.lower()]
+    return "\n".join(lines[:15]) or tail(log, 20)

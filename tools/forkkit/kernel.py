@@ -1,0 +1,185 @@
+"""A kernel under test: one path from a commit to a verdict.
+
+check, bisect, bench, frag and boot all go through here and through
+kbuild (build), qemu (boot, console scan) and guesttests (disk images,
+e2fsck and free counts):
+
+* ``kbuild.build`` checks the commit out in the build worktree, builds it
+  and stores its bzImage under its sha256, all under the "build" lock, so
+  the image belongs to exactly that tree and config; whether the W=1/sparse
+  patchcheck passed is recorded with it.
+* ``run_test`` boots that stored image (one guest at a time, the "guest"
+  lock) with a disk image of this process's own, scans the console, and
+  verifies the disk on the host (e2fsck, free counts).
+* ``check_commit`` adds checkpatch and caches a passing row, keyed by the
+  tree id, the config flavour, the guest test and its inputs, and this kit's
+  own code; the row names the booted image's sha256, the config key and the
+  QEMU and e2fsprogs versions that produced it.
+"""
+
+import functools
+import hashlib
+import json
+import os
+import re
+import time
+
+from . import guesttests
+from .common import ForkError, ensure_dir, git, new_log, run, wpath
+from .kbuild import build, run_checkpatch
+from .qemu import failure_message, run_guest
+
+CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
+
+
+@functools.lru_cache(maxsize=None)
+def kit_key():
+    """A hash of the kit's own code: a verdict is never reused by other code."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as fh:
+                h.update(name.encode() + b"\0" + fh.read())
+    return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=None)
+def tool_versions():
+    """The QEMU and e2fsprogs that produce (and so are part of) a verdict."""
+    out = {}
+    for name, cmd in (("qemu", ["qemu-system-x86_64", "--version"]),
+                      ("e2fsprogs", ["e2fsck", "-V"])):
+        try:
+            proc = run(cmd, check=False)
+            text = (proc.stdout or "") + (proc.stderr or "")
+            out[name] = text.strip().splitlines()[0] if text.strip() else "?"
+        except OSError:
+            out[name] = "not installed"
+    return out
+
+
+def cache_key(flavour, test):
+    """What a verdict was produced by, besides the tree: the config flavour,
+    the guest test and its inputs (ci/guest, ci/kconfig), and the kit's code.
+    The QEMU and e2fsprogs versions are named in the entry (`tools`)."""
+    return "%s-%s-%s-%s" % (flavour, test, guesttests.test_key(test), kit_key())
+
+
+def cache_path(tree, flavour, test):
+    return os.path.join(ensure_dir(wpath("cache", "check")),
+                        "%s-%s.json" % (tree, cache_key(flavour, test)))
+
+
+def cached(tree, flavour, test):
+    path = cache_path(tree, flavour, test)
+    try:
+        with open(path) as fh:
+            row = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    # Only a complete passing row of exactly this tree counts.
+    if row.get("tree") != tree or not row.get("passed") or not row.get("image_sha256") \
+            or set(row.get("cells", {})) != set(CELLS):
+        return None
+    return row
+
+
+def run_test(image, test, timeout, prog, log, label):
+    """Boot `image` with guest test `test`; return {"cells", "details",
+    "results"} for boot, test, e2fsck and counts."""
+    spec = guesttests.spec(test)
+    cells = {"boot": "-", "test": "-", "e2fsck": "-", "counts": "-"}
+    details = {}
+    disk = guesttests.image_path("%s-%d" % (label, os.getpid()))
+    guesttests.make_image(disk, spec.size, spec.blocksize, log=log)
+    boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
+                     log=log + ".console", label=label)
+    with open(boot.log, errors="replace") as fh:
+        started = any("FORK-GUEST-START" in line for line in fh)
+    expected = [re.compile(e) for e in spec.expect]
+    excused = [p for p in boot.problems if any(e.search(p) for e in expected)]
+    missing = [e.pattern for e in expected if not any(e.search(p) for p in boot.problems)]
+    boot.problems = [p for p in boot.problems if p not in excused]
+    cells["boot"] = "pass" if started and not boot.problems and not boot.error else "FAIL"
+    details["boot"] = boot.log
+    if excused:
+        details["expected reports"] = "; ".join(excused[:3])
+    if boot.ok and not missing:
+        cells["test"] = "pass"
+    else:
+        cells["test"] = "FAIL"
+        details["test"] = failure_message(boot) if not boot.ok else \
+            "the test's expected kernel report did not appear: %s (console log: %s)" \
+            % (", ".join(missing), boot.log)
+    results = guesttests.results(boot.output)
+    if started and boot.error is None:
+        for cell, (verdict, detail) in guesttests.verify_image(disk, results, log=log).items():
+            cells[cell] = verdict
+            details[cell] = detail
+    if all(v == "pass" for v in cells.values()):
+        if os.path.exists(disk):
+            os.unlink(disk)
+    else:
+        details["disk"] = disk
+    return {"cells": cells, "details": details, "results": results}
+
+
+def check_commit(commit, flavour, test, timeout, prog):
+    """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
+    counts for one commit; a passing row is cached."""
+    tree = git(["rev-parse", commit + "^{tree}"])
+    subject = git(["log", "-1", "--format=%s", commit])
+    log = new_log("check-%s" % commit[:12])
+    row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
+           "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
+           "kit": kit_key(), "tools": tool_versions()}
+    t0 = time.monotonic()
+    prog.say("%s %s" % (commit[:12], subject))
+    row["cells"]["checkpatch"], row["details"]["checkpatch"] = run_checkpatch(commit, log)
+    try:
+        res = build(commit, flavour, prog=prog)
+    except ForkError as exc:
+        row["cells"]["build"] = "FAIL"
+        row["details"]["build"] = str(exc)
+        res = None
+    if res is not None:
+        if res.tree != tree:
+            raise ForkError("built tree %s, expected %s" % (res.tree, tree))
+        row["cells"]["build"] = "pass"
+        row["details"]["build"] = res.log
+        row.update(image=res.image, image_sha256=res.image_sha256, config_key=res.config_key)
+        out = run_test(res.image, test, timeout, prog, log, "check")
+        row["cells"].update(out["cells"])
+        row["details"].update(out["details"])
+        row["results"] = out["results"]
+    row["seconds"] = round(time.monotonic() - t0, 1)
+    row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
+    if row["passed"]:
+        path = cache_path(tree, flavour, test)
+        tmp = "%s.tmp-%d" % (path, os.getpid())
+        with open(tmp, "w") as fh:
+            json.dump(row, fh, indent=1)
+        os.replace(tmp, path)
+    return row
+
+
+def cached_row(commit, flavour, test, prog):
+    """A cached pass for `commit`'s tree, or None.  The same tree under
+    another commit (a reworded log) keeps the build and guest results, but
+    checkpatch reads the log, so it runs again."""
+    tree = git(["rev-parse", commit + "^{tree}"])
+    hit = cached(tree, flavour, test)
+    if not hit:
+        return None
+    if hit["commit"] != commit:
+        cell, detail = run_checkpatch(commit, new_log("check-%s" % commit[:12]))
+        if cell == "FAIL":
+            return None
+        hit["cells"]["checkpatch"], hit["details"]["checkpatch"] = cell, detail
+    hit["cached"] = True
+    hit["commit"] = commit
+    hit["subject"] = git(["log", "-1", "--format=%s", commit])
+    prog.say("%s cached pass (tree %s, image %s)" % (commit[:12], tree[:12],
+                                                       hit["image_sha256"][:12]))
+    return hit
