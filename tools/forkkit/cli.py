@@ -8,7 +8,6 @@ from .common import ForkError
 
 # verb -> module (tools/forkkit/cmd_<module>.py)
 VERBS = [
-    ("setup", "setup"),
     ("import", "import"),
     ("branches", "branches"),
     ("save", "save"),
@@ -70,6 +69,15 @@ def main(argv):
         return args.func(args) or 0
     except ForkError as exc:
         print("fork %s: error: %s" % (args.verb, exc), file=sys.stderr)
+        return 1
+    except OSError as exc:
+        # a file or directory the kit cannot read or write (work/ not
+        # writable, disk full, ...): one line, not a traceback
+        where = exc.filename or ""
+        print("fork %s: error: %s%s: check that the path exists and is writable "
+              "(work/ is $FORK_WORKDIR, default <repo>/work)"
+              % (args.verb, exc.strerror or exc, " (%s)" % where if where else ""),
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("fork %s: interrupted" % args.verb, file=sys.stderr)

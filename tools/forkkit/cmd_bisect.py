@@ -39,7 +39,7 @@ import sys
 from . import guesttests, kernel
 from .kbuild import FLAVOURS, build, check_deps, src_tree
 from .qemu import qemu_binary
-from .common import (ForkError, Lock, Progress, git, git_ok, ktree, new_log,
+from .common import (ForkError, Lock, Progress, fork_entry, git, git_ok, ktree, new_log,
                      repo_root, require_ktree, rev_parse, run, tree_is_dirty, which, wpath)
 
 HELP = "bisect a range with build + boot + guest ext2 test + e2fsck per step"
@@ -67,10 +67,6 @@ def add_arguments(p):
 
 def bisect_tree():
     return wpath("bisect")
-
-
-def fork_cmd():
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fork")
 
 
 # ---------------------------------------------------------------- one step
@@ -164,7 +160,7 @@ def step(args):
 
 def step_cmd(args):
     return ["/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable,
-            fork_cmd(), "bisect", "--step", "--test", args.test, "--config", args.config,
+            fork_entry(), "bisect", "--step", "--test", args.test, "--config", args.config,
             "--timeout", str(args.timeout)]
 
 

@@ -16,8 +16,8 @@ import shutil
 import tempfile
 
 from . import series as series_mod
-from .common import (ForkError, Progress, ensure_dir, git, ktree, require_clean, require_ktree,
-                     rev_parse, run, wpath)
+from .common import (ForkError, Progress, ensure_dir, git, ktree, repo_root, require_clean,
+                     require_ktree, rev_parse, run, wpath)
 
 HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
 
@@ -159,6 +159,17 @@ def lay_out(series, out=print, quiet=False):
     require_ktree()
     base = rev_parse(series.distro_branch)
     topics = series.topics()
+    if not topics:
+        tip = branch_tip(series.head_branch)
+        if tip and tip != base:
+            n = len(git(["rev-list", "%s..%s" % (base, tip)]).split())
+            raise ForkError("%s/series lists no patches, so %s would move back to %s and "
+                            "leave its %d commits: if the file is empty by mistake, restore it "
+                            "(`git -C %s checkout HEAD -- %s/series`); to really empty the "
+                            "series, `git -C %s branch -f %s %s` yourself. Nothing was changed."
+                            % (series.rel, series.head_branch, series.distro_branch, n,
+                               repo_root(), series.rel, ktree(), series.head_branch,
+                               series.distro_branch))
     known = {patch_id_of_file(p) for p, _ in topics}
     # First refuse, before anything moves.
     problems = foreign_report([b for _, b in topics] + [series.head_branch], base, known)

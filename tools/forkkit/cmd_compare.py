@@ -21,7 +21,7 @@ import re
 
 from . import series as series_mod
 from .cmd_branches import apply_patches
-from .common import ForkError, git, require_ktree, rev_parse
+from .common import ForkError, check_output_path, git, require_ktree, rev_parse
 
 HELP = "range-diff the primary series against a backport (the two side by side)"
 
@@ -57,6 +57,8 @@ def report(a, b):
 
 
 def main(args):
+    if args.output:
+        check_output_path(args.output, "--output")
     require_ktree()
     a = series_mod.Series(args.series)
     if args.against:

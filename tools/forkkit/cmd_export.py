@@ -8,7 +8,8 @@ differs).  Subjects are ``[PATCH k/n]`` for v1 -- as git and b4 do, the
 first version carries no "v1" -- and ``[PATCH vN k/n]`` from v2 on.
 
 The output goes to ``work/export/v<N>/`` (or ``--outdir``) and holds only
-the mails, so ``git send-email work/export/v<N>/`` sends them as they are.
+the mails, so ``git send-email work/export/v<N>/*.patch`` sends them as
+they are (To:/Cc: are in every file).
 To:/Cc: headers are in every file: the base tree's own
 ``scripts/get_maintainer.pl`` run as b4 runs it (To: maintainers and
 reviewers, ``--nol``; Cc: lists, ``--nom``), for the whole series and the
@@ -56,11 +57,12 @@ import textwrap
 
 from . import guesttests, kernel
 from . import series as series_mod
+from .series import read_kv
 from .cmd_branches import apply_patches, mailinfo, patch_id_of_commit, patch_id_of_file
 from .cmd_maintainers import BaseTree, address, yielded
 from .kbuild import run_checkpatch_pl
 from . import cmd_maintainers
-from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
+from .common import (ForkError, Progress, dep14, fork_command, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, rev_parse, run, wpath)
 
 HELP = "format the series for the mailing list: cover letter, recipients, checks"
@@ -114,17 +116,6 @@ def series_mailing(series, *parts):
 
 def rel(path):
     return os.path.relpath(path, repo_root())
-
-
-def read_kv(path):
-    data = {}
-    with open(path) as fh:
-        for line in fh:
-            if line.startswith("#") or ":" not in line:
-                continue
-            key, value = line.split(":", 1)
-            data[key.strip()] = value.strip()
-    return data
 
 
 def recorded_versions(series):
@@ -528,7 +519,7 @@ def check_signoff(patches, name, mail):
                             % (os.path.basename(p), sob))
 
 
-def checkpatch(bt, patches):
+def checkpatch(bt, patches, series):
     bad = []
     for k, p in enumerate(patches, 1):
         with open(p, errors="replace") as fh:
@@ -540,8 +531,9 @@ def checkpatch(bt, patches):
                                                "\n    ".join(keep[:12])))
     if bad:
         raise ForkError("checkpatch.pl --strict (of the base tree) fails on:\n%s\nFix those "
-                        "commits on the series branch, `tools/fork save` and `tools/fork check` "
-                        "them, then export again; nothing was written." % "\n".join(bad))
+                        "commits on the series branch, `%s` and `%s` them, then export again; "
+                        "nothing was written." % ("\n".join(bad), fork_command("save", series),
+                                                  fork_command("check", series)))
 
 
 def am_roundtrip(bt, files, commits, what):
@@ -746,11 +738,13 @@ def export(args, out=print):
     unchecked = [(k, c, s) for k, (c, s, r) in enumerate(rows, 1) if r is None]
     if unchecked and not args.allow_unchecked:
         raise ForkError("no cached passing `tools/fork check` (config %s, test %s) for:\n%s\n"
-                        "Run `tools/fork check` (it checks every commit and caches passes), or "
+                        "Run `%s` (it checks every commit and caches passes), or "
                         "export anyway with --allow-unchecked (the cover letter then says so)"
                         % (args.config, args.test,
                            "\n".join("  %d/%d %s %s" % (k, len(rows), c[:12], s)
-                                     for k, c, s in unchecked)))
+                                     for k, c, s in unchecked),
+                           fork_command("check", series, "--config", args.config,
+                                        "--test", args.test)))
     prog.say("v%d of %s: %d patches on %s %s (%s), checks: %d cached, %d unchecked"
              % (n, series.rel, len(commits), info["Package"], info["Version"], base[:12],
                 len(rows) - len(unchecked), len(unchecked)))
@@ -796,7 +790,7 @@ def export(args, out=print):
             fill_cover(cover, subject, body)
             check_signoff(patches, name, mail)
             prog.say("checkpatch.pl --strict on %d patches" % len(patches))
-            checkpatch(bt, patches)
+            checkpatch(bt, patches, series)
             prog.say("git am round trip on a fresh checkout of %s" % base[:12])
             am_roundtrip(bt, patches, commits, "the exported patches")
             prog.say("git send-email, into a capturing sendmail")
@@ -831,11 +825,15 @@ def export(args, out=print):
             prog.say("regenerated MAINTAINERS (commit it)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    prog.say("wrote %d mails to %s (To:/Cc: are in them); send them with `git send-email "
-             "--to=%s %s`" % (len(files), outdir, shlex.quote(to[0]),
-                              shlex.quote(outdir) + "/*.patch"))
+    prog.say("wrote %d mails to %s; %s" % (len(files), outdir, send_hint(outdir)))
     out(outdir)
     return outdir
+
+
+def send_hint(outdir):
+    """The one way to send an export (README says the same)."""
+    return ("send them with `git send-email %s/*.patch` (To:/Cc: are in every mail)"
+            % shlex.quote(outdir))
 
 
 def main(args):

@@ -18,7 +18,7 @@ import statistics
 
 from .kbuild import build
 from .qemu import failure_message, run_guest
-from .common import ForkError, Progress, ensure_dir, run, wpath
+from .common import ForkError, Progress, check_output_path, run
 from . import guesttests
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
@@ -80,11 +80,13 @@ def summary(files):
 
 
 def main(args):
+    if args.json:
+        check_output_path(args.json, "--json")
     prog = Progress("frag")
     results = {}
     for rev in args.revs:
         res = build(rev, prog=prog)
-        img = guesttests.make_image(os.path.join(ensure_dir(wpath("images")), "frag.img"),
+        img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
                                     "256M", 1024)
         boot = run_guest(res.image, SCRIPT, [img], timeout=900, prog=prog, label="frag")
         if not boot.ok:

@@ -25,6 +25,7 @@ import shutil
 import tempfile
 
 from . import series as series_mod
+from .series import patch_subject
 from .common import (ForkError, Progress, ensure_dir, git, ktree, repo_root, require_ktree,
                      rev_parse, run, wpath)
 
@@ -173,11 +174,6 @@ def touched_files(patch):
             if m and m.group(1) not in files:
                 files.append(m.group(1))
     return sorted(files)
-
-
-def patch_subject(patch):
-    from .cmd_branches import mailinfo
-    return mailinfo(patch)[3].splitlines()[0]
 
 
 def get_maintainer(base_dir, args, patches):

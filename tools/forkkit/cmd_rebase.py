@@ -62,8 +62,9 @@ from . import cmd_import
 from . import series as series_mod
 from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
                            patch_id_of_file)
-from .cmd_save import format_patches, patch_subject, repo_dirty, subject_of
-from .common import (ForkError, Lock, Progress, dep14, ensure_dir, git, git_ok, ktree, repo_root,
+from .cmd_save import format_patches, repo_dirty
+from .series import patch_subject, subject_of_text
+from .common import (ForkError, Lock, Progress, fork_entry, dep14, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, run, sha256_file, tree_is_dirty, wpath)
 
 HELP = "move the series onto another Debian snapshot (import, replay, range-diff, check)"
@@ -257,7 +258,7 @@ def source_topics(st):
     for line in files.get("series", "").splitlines():
         words = line.split("#", 1)[0].split()
         if len(words) >= 2 and words[0] in files:
-            out[subject_of(files[words[0]].splitlines())] = words[1]
+            out[subject_of_text(files[words[0]])] = words[1]
     return out
 
 
@@ -277,11 +278,6 @@ def am(wt, args):
 
 def head_of(wt):
     return git(["rev-parse", "HEAD"], cwd=wt)
-
-
-def fork_cmd():
-    """This tool's own entry point (tools/fork next to the forkkit package)."""
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fork")
 
 
 # ---------------------------------------------------------------- patch analysis
@@ -492,10 +488,10 @@ def conflict_help(st, i):
         % (" ".join(files) or "<files>"),
         "  %s %s%s" % (add, " ".join(files) or "<files>",
                        "   # -f: this tree's .gitignore ignores them" if ignored else ""),
-        "  %s rebase --continue   # commits it and replays the rest" % fork_cmd(),
-        "Or drop the patch:  %s rebase --skip" % fork_cmd(),
+        "  %s rebase --continue   # commits it and replays the rest" % fork_entry(),
+        "Or drop the patch:  %s rebase --skip" % fork_entry(),
         "Or give up:         %s rebase --abort   (restores every branch, tag and file)"
-        % fork_cmd(),
+        % fork_entry(),
         "`git am --show-current-patch=diff` there shows the patch (a copy: %s)." % p["copy"],
         "Nothing in %s/ and no topic or series branch has changed yet%s." % (
             st["dest"], "; %s already holds the new snapshot (--abort puts it back)"

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 
 from . import series as series_mod
+from .series import patch_subject
 from .cmd_branches import lay_out
 from .common import (ForkError, Progress, ensure_dir, git, repo_root, require_ktree,
                      rev_parse, run, wpath)
@@ -33,19 +34,6 @@ def repo_dirty(path):
     if proc.returncode != 0:
         return ""
     return proc.stdout.strip()
-
-
-def subject_of(lines):
-    """The subject of a patch mail, without its [PATCH ...] prefix."""
-    for line in lines:
-        if line.startswith("Subject:"):
-            return line.split("]", 1)[-1].strip()
-    return None
-
-
-def patch_subject(path):
-    with open(path, errors="replace") as fh:
-        return subject_of(fh)
 
 
 def format_patches(base, head, outdir):
@@ -71,7 +59,13 @@ def save(series, rev=None):
     if git(["rev-list", "--merges", "%s..%s" % (base, head)]):
         raise ForkError("%s..%s contains merge commits: a patch series must be linear"
                         % (series.distro_branch, rev or series.head_branch))
+    if head == base:
+        raise ForkError("nothing to save: %s has no commits on top of %s, and saving it would "
+                        "delete every patch of %s/; to empty the series, `git rm` the patch "
+                        "files and the series file yourself. Nothing was written."
+                        % (rev or series.head_branch, series.distro_branch, series.rel))
     tmp = tempfile.mkdtemp(prefix="save-", dir=ensure_dir(wpath("tmp")))
+    removed = []
     try:
         names = format_patches(base, head, tmp)
         old = [os.path.basename(p) for p in series.patches]
@@ -98,6 +92,7 @@ def save(series, rev=None):
             if name not in names:
                 os.unlink(os.path.join(series.path, name))
                 changed += 1
+                removed.append(os.path.join(series.rel, name))
                 prog.say("removed %s/%s (no longer in the series)" % (series.rel, name))
         text = ""
         for n in names:
@@ -112,6 +107,9 @@ def save(series, rev=None):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     prog.say("%d patches, %d files changed in %s/" % (len(names), changed, series.rel))
+    if removed:
+        prog.say("to get the removed patches back: git -C %s checkout HEAD -- %s"
+                 % (repo_root(), " ".join(removed)))
     lay_out(series_mod.Series(series.rel), out=lambda *_: None)
     return changed
 

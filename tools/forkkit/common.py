@@ -95,6 +95,14 @@ def run(cmd, cwd=None, env=None, log=None, check=True, input=None, timeout=None,
     Returns the CompletedProcess; with check=True a failure raises ForkError
     quoting the command and (the tail of) its output.
     """
+    try:
+        return _run(cmd, cwd, env, log, check, input, timeout, capture)
+    except subprocess.TimeoutExpired:
+        raise ForkError("`%s` did not finish within %ss: it was stopped; see whether it waits "
+                        "for input or the network, then retry" % (" ".join(cmd), timeout))
+
+
+def _run(cmd, cwd, env, log, check, input, timeout, capture):
     full_env = None
     if env:
         full_env = dict(os.environ)
@@ -149,13 +157,45 @@ def git_ok(args, cwd=None):
     return proc.returncode == 0
 
 
+def fork_entry():
+    """This tool's own entry point (tools/fork next to the forkkit package)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fork")
+
+
+def fork_command(verb, series=None, *args):
+    """`tools/fork VERB [--series DIR] ARGS` as a user would type it."""
+    parts = ["tools/fork", verb]
+    if series is not None and not series.is_primary:
+        parts += ["--series", series.rel]
+    return " ".join(shlex.quote(str(p)) for p in parts + list(args))
+
+
+def setup_hint(rev):
+    """How to create the branch `rev` names: import its version and lay out
+    the series that has that version (the primary one or a backport)."""
+    import re as _re
+    m = _re.match(r"^(?:refs/heads/)?(?:distro|series|backport)/(\d+\.\d+)(?:/|$)", rev)
+    if not m:
+        return "run `tools/fork import` and `tools/fork branches` first"
+    ver = m.group(1)
+    from . import series as series_mod
+    for s in series_mod.all_series():
+        if s.kver == ver:
+            return "run `tools/fork import %s` and `%s` first" % (ver, fork_command("branches", s))
+    return ("no series of this repository is on %s: run `tools/fork import %s`, or "
+            "`tools/fork rebase --onto %s --into backports/%s` to make one" % (ver, ver, ver, ver))
+
+
 def rev_parse(rev, cwd=None):
     proc = run(["git", "rev-parse", "--verify", "-q", rev + "^{commit}"], cwd=cwd or ktree(),
                check=False)
     if proc.returncode != 0:
+        try:
+            hint = setup_hint(rev)
+        except ForkError:
+            hint = "run `tools/fork import` and `tools/fork branches` first"
         raise ForkError("unknown revision '%s' in the kernel tree %s: see `git -C %s branch -a` "
-                        "(run `tools/fork import` and `tools/fork branches` first)"
-                        % (rev, cwd or ktree(), cwd or ktree()))
+                        "(%s)" % (rev, cwd or ktree(), cwd or ktree(), hint))
     return proc.stdout.strip()
 
 

@@ -25,18 +25,50 @@ from .common import ForkError, repo_root
 PRIMARY = "patches"
 
 
-def _read_kv(path):
+def read_text_lines(path):
+    """The lines of a text file the user edits; a one-line error if it is
+    not UTF-8."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read().splitlines()
+    except UnicodeDecodeError as exc:
+        raise ForkError("%s is not UTF-8 text (byte 0x%02x at offset %d): save it as UTF-8"
+                        % (path, exc.object[exc.start], exc.start))
+
+
+def read_kv(path):
+    """`key: value` lines (`#` starts a comment) -> dict."""
     data = {}
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            if ":" not in line:
-                raise ForkError("%s:%d: expected `key: value`, got %r" % (path, n, line))
-            key, value = line.split(":", 1)
-            data[key.strip()] = value.strip()
+    for n, line in enumerate(read_text_lines(path), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if ":" not in line:
+            raise ForkError("%s:%d: expected `key: value`, got %r" % (path, n, line))
+        key, value = line.split(":", 1)
+        data[key.strip()] = value.strip()
     return data
+
+
+def subject_of_text(text):
+    """The subject of a format-patch mail (folded lines joined, encoded
+    words decoded) without its leading [PATCH ...] tag, or None."""
+    import email.header
+    import email.parser
+    head = text.split("\n\n", 1)[0]
+    if head.startswith("From ") and "\n" in head:
+        head = head.split("\n", 1)[1]          # the mbox "From <sha> <date>" line
+    raw = email.parser.HeaderParser().parsestr(head + "\n\n").get("Subject")
+    if raw is None:
+        return None
+    subject = str(email.header.make_header(email.header.decode_header(raw)))
+    subject = " ".join(subject.split())
+    return re.sub(r"^\[PATCH[^\]]*\]\s*", "", subject)
+
+
+def patch_subject(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return subject_of_text(fh.read())
 
 
 def topic_name(patch_file):
@@ -56,7 +88,7 @@ class Series:
         if not os.path.isfile(base_file):
             raise ForkError("no series at %s (missing %s): name a series directory such as "
                             "`patches` or `backports/6.1`" % (self.rel, base_file))
-        self.base = _read_kv(base_file)
+        self.base = read_kv(base_file)
         for key in ("package", "version", "sha256"):
             if key not in self.base:
                 raise ForkError("%s: missing `%s:` line" % (base_file, key))
@@ -74,21 +106,29 @@ class Series:
         self.names = {}
         if not os.path.exists(series_file):
             return patches
-        with open(series_file) as fh:
-            for line in fh:
-                words = line.split("#", 1)[0].split()
-                if not words:
-                    continue
-                full = os.path.join(self.path, words[0])
-                if not os.path.isfile(full):
-                    raise ForkError("%s lists %s, which does not exist"
-                                    % (series_file, words[0]))
-                if len(words) > 1:
-                    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", words[1]):
-                        raise ForkError("%s: topic name %r for %s is not a valid branch "
-                                        "name component" % (series_file, words[1], words[0]))
-                    self.names[full] = words[1]
-                patches.append(full)
+        topics = {}
+        for line in read_text_lines(series_file):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            full = os.path.join(self.path, words[0])
+            if not os.path.isfile(full):
+                raise ForkError("%s lists %s, which does not exist"
+                                % (series_file, words[0]))
+            if len(words) > 1:
+                if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", words[1]):
+                    raise ForkError("%s: topic name %r for %s is not a valid branch "
+                                    "name component" % (series_file, words[1], words[0]))
+                self.names[full] = words[1]
+            if full in patches:
+                raise ForkError("%s lists %s twice: each patch once" % (series_file, words[0]))
+            topic = self.topic_of(full)
+            if topic in topics:
+                raise ForkError("%s: topic name %r is given to both %s and %s: one branch "
+                                "per patch, so give one of them another name (second column)"
+                                % (series_file, topic, topics[topic], words[0]))
+            topics[topic] = words[0]
+            patches.append(full)
         return patches
 
     @property

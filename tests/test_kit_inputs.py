@@ -1,0 +1,131 @@
+"""Bad or destructive input: each gets a one-line error that says what to
+do, and nothing the user has is lost (issue: a check that cannot lie)."""
+
+import os
+import re
+import types
+
+import pytest
+
+from forkkit import cli, common
+from forkkit.common import ForkError
+
+
+def one_line_error(res, verb):
+    assert res.rc == 1, res
+    lines = res.err.strip().splitlines()
+    assert lines[-1].startswith("fork %s: error: " % verb), res
+    assert "Traceback" not in res.err
+    return lines[-1]
+
+
+def test_empty_series_file_does_not_move_the_series_branch(kit):
+    kit.laid_out()
+    head = kit.rev("series/9.9")
+    (kit.repo / "patches" / "series").write_text("")
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "patches/series lists no patches" in err and "2 commits" in err
+    assert kit.rev("series/9.9") == head
+    # a comment-only file is just as empty
+    (kit.repo / "patches" / "series").write_text("# nothing yet\n")
+    one_line_error(kit.fork("branches"), "branches")
+    assert kit.rev("series/9.9") == head
+
+
+def test_duplicate_topic_name_is_refused(kit):
+    kit.laid_out()
+    refs = kit.refs()
+    names = sorted(p.name for p in (kit.repo / "patches").glob("*.patch"))
+    (kit.repo / "patches" / "series").write_text("%s same\n%s same\n" % tuple(names))
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "topic name 'same' is given to both %s and %s" % tuple(names) in err
+    (kit.repo / "patches" / "series").write_text("%s\n%s\n" % (names[0], names[0]))
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "lists %s twice" % names[0] in err
+    assert kit.refs() == refs
+
+
+def test_save_from_the_base_deletes_nothing(kit):
+    kit.laid_out()
+    before = {p.name: p.read_bytes() for p in (kit.repo / "patches").iterdir()}
+    err = one_line_error(kit.fork("save", "--from", "distro/9.9"), "save")
+    assert "nothing to save" in err and "git rm" in err
+    assert {p.name: p.read_bytes() for p in (kit.repo / "patches").iterdir()} == before
+
+
+def test_save_says_how_to_get_removed_patches_back(kit):
+    kit.laid_out()
+    last = sorted((kit.repo / "patches").glob("*.patch"))[-1]
+    res = kit.fork("save", "--from", "series/9.9~1")
+    assert res.rc == 0, res
+    assert not last.exists()
+    assert "removed patches/%s" % last.name in res.err
+    assert "git -C %s checkout HEAD -- patches/%s" % (kit.repo, last.name) in res.err
+    kit.git("checkout", "HEAD", "--", "patches", cwd=kit.repo)
+    assert last.exists()
+
+
+def test_non_utf8_base_file(kit):
+    kit.imported()
+    (kit.repo / "patches" / "base").write_bytes(b"package: linux-source-9.9\nversion: 9\xff\n")
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "patches/base is not UTF-8 text (byte 0xff at offset 36): save it as UTF-8" in err
+
+
+def test_unwritable_work_dir(kit, tmp_path):
+    # (CI runs as root, which may write anywhere: a path under a plain file
+    # cannot be created by anyone)
+    kit.imported()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    res = kit.fork("build", "distro/9.9", env={"FORK_WORKDIR": str(blocker / "work"),
+                                 "FORK_KTREE": str(kit.ktree)}, subprocess_=True)
+    err = one_line_error(res, "build")
+    assert "Not a directory" in err and "writable" in err
+
+
+def test_json_path_is_checked_before_any_work(kit, tmp_path, capsys):
+    kit.laid_out()
+    missing = tmp_path / "no-such-dir" / "out.json"
+    rc = cli.main(["check", "--json", str(missing)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "--json %s: directory %s does not exist" % (missing, missing.parent) in err
+    assert not (kit.work / "logs").exists() or not any(
+        n.startswith("check-") for n in os.listdir(kit.work / "logs"))
+    rc = cli.main(["compare", "--output", str(missing)])
+    assert rc == 1 and "--output" in capsys.readouterr().err
+    rc = cli.main(["frag", "--json", str(tmp_path)])
+    assert rc == 1 and "is a directory" in capsys.readouterr().err
+
+
+def test_a_command_that_hangs_is_an_error_not_a_traceback():
+    with pytest.raises(ForkError, match=r"`sleep 5` did not finish within 0.2s"):
+        common.run(["sleep", "5"], timeout=0.2)
+    with pytest.raises(ForkError, match=r"did not finish"):
+        common.run(["sleep", "5"], timeout=0.2, log=os.devnull)
+
+
+def test_unknown_revision_says_which_import(kit):
+    kit.imported()
+    err = one_line_error(kit.fork("build", "series/9.9"), "build")
+    assert "run `tools/fork import 9.9` and `tools/fork branches` first" in err
+    err = one_line_error(kit.fork("build", "distro/4.2"), "build")
+    assert "no series of this repository is on 4.2" in err
+    assert "tools/fork rebase --onto 4.2 --into backports/4.2" in err
+    backport = types.SimpleNamespace(is_primary=False, rel="backports/6.1")
+    assert common.fork_command("check", backport, "--test", "smoke") == \
+        "tools/fork check --series backports/6.1 --test smoke"
+    assert common.fork_command("save", types.SimpleNamespace(is_primary=True)) == \
+        "tools/fork save"
+
+
+def test_readme_verbs_are_the_cli_verbs():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "README.md")) as fh:
+        readme = fh.read()
+    section = readme.split("## Verbs", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\* `([a-z]+)[ `]", section, re.M))
+    verbs = {v for v, m in cli.VERBS if cli.load(m) is not None}
+    assert documented == verbs
+    assert all(cli.load(m) is not None for v, m in cli.VERBS)   # no verb without a module
+
