@@ -9,6 +9,7 @@ Makefile fakes allnoconfig/olddefconfig/bzImage.  No real kernel, no QEMU.
 import contextlib
 import hashlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -121,6 +122,48 @@ class Result:
         return "rc=%s\n--- stdout\n%s\n--- stderr\n%s" % (self.rc, self.out, self.err)
 
 
+# A stand-in for apt-get/apt-cache on the kit's private apt state: the
+# "archive" is a JSON file ($FAKE_APT_ARCHIVE) of
+# {package: [{"version", "suite", "deb", "sha256"}]}, newest first.
+# $FAKE_APT_UNREACHABLE makes `update` fail as apt does without a network.
+# Each call's arguments are logged to $FAKE_APT_LOG.
+FAKE_APT = r"""#!/usr/bin/python3
+import json, os, shutil, sys
+prog, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open(os.environ["FAKE_APT_LOG"], "a") as fh:
+    fh.write(prog + " " + " ".join(args) + "\n")
+words = [a for i, a in enumerate(args) if a != "-o" and (i == 0 or args[i - 1] != "-o")
+         and a != "-q"]
+with open(os.environ["FAKE_APT_ARCHIVE"]) as fh:
+    archive = json.load(fh)
+cmd = words[0]
+if cmd == "update":
+    if os.environ.get("FAKE_APT_UNREACHABLE"):
+        print("Err:1 http://deb.example.org/debian trixie InRelease\n"
+              "  Could not resolve 'deb.example.org'")
+        print("E: Failed to fetch http://deb.example.org/debian/dists/trixie/InRelease",
+              file=sys.stderr)
+        sys.exit(100)
+    sys.exit(0)
+if cmd == "madison":
+    for e in archive.get(words[1], []):
+        print("%s | %s | http://deb.example.org/debian %s/main amd64 Packages"
+              % (words[1], e["version"], e["suite"]))
+    sys.exit(0)
+pkg, _, ver = words[1].partition("=")
+hits = [e for e in archive.get(pkg, []) if e["version"] == ver]
+if not hits:
+    print("E: Version '%s' for '%s' was not found" % (ver, pkg), file=sys.stderr)
+    sys.exit(100)
+e = hits[0]
+name = "%s_%s_all.deb" % (pkg, ver)
+if cmd == "show":
+    print("Package: %s\nVersion: %s\nFilename: pool/main/l/linux/%s\nSize: %d\nSHA256: %s\n"
+          % (pkg, ver, name, os.path.getsize(e["deb"]), e["sha256"]))
+elif cmd == "download":
+    shutil.copyfile(e["deb"], os.path.join(os.getcwd(), name))
+"""
+
 BASE_CONFIG = """\
 # test fragment
 CONFIG_EXT2_FS=y
@@ -148,6 +191,7 @@ class Kit:
 
     def __init__(self, tmp, tarball, monkeypatch, templates=None):
         self.tmp = Path(tmp)
+        self.mp = monkeypatch
         self.templates = templates
         self.repo = self.tmp / "repo"
         self.work = self.tmp / "work"
@@ -177,6 +221,7 @@ class Kit:
             if k.startswith("GIT_") and k not in self.env:
                 monkeypatch.delenv(k)
         self.fake_dpkg(DEBVER)
+        self.fake_apt({})
         # the project repo: patches/base for 9.9, ci/kconfig, ci/guest/init
         (self.repo / "patches").mkdir()
         self.write_base(sha256(self.tarball))
@@ -204,6 +249,37 @@ class Kit:
             script.write_text("#!/bin/sh\necho \"dpkg-query: no packages found matching $4\" >&2\n"
                               "exit 1\n")
         script.chmod(0o755)
+
+    def fake_apt(self, archive, sources=None):
+        """apt-get/apt-cache stand-ins serving `archive` (see FAKE_APT), and
+        the machine's apt sources as `sources` (deb822 text)."""
+        for prog in ("apt-get", "apt-cache"):
+            script = self.bin / prog
+            script.write_text(FAKE_APT)
+            script.chmod(0o755)
+        (self.tmp / "archive.json").write_text(json.dumps(archive))
+        src = self.tmp / "debian.sources"
+        src.write_text(sources or (
+            "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm bookworm-updates\n"
+            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"))
+        for k, v in (("FAKE_APT_ARCHIVE", self.tmp / "archive.json"),
+                     ("FAKE_APT_LOG", self.tmp / "apt.log"), ("FORK_APT_SOURCES", src)):
+            self.env[k] = str(v)
+            self.mp.setenv(k, str(v))
+
+    def make_deb(self, tarball, version, package=PACKAGE):
+        """A real .deb holding ./usr/src/<package>.tar.xz; returns (path, sha256)."""
+        root = self.tmp / ("deb-%s" % version)
+        (root / "DEBIAN").mkdir(parents=True)
+        (root / "usr" / "src").mkdir(parents=True)
+        shutil.copyfile(tarball, root / "usr" / "src" / ("%s.tar.xz" % package))
+        (root / "DEBIAN" / "control").write_text(
+            "Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: T <t@example.org>\n"
+            "Description: test\n" % (package, version))
+        deb = self.tmp / ("%s_%s_all.deb" % (package, version))
+        subprocess.run(["dpkg-deb", "-Zxz", "--root-owner-group", "--build", str(root), str(deb)],
+                       check=True, capture_output=True)
+        return str(deb), sha256(deb)
 
     def commit_repo(self, msg):
         self.git("add", "-A", cwd=self.repo)

@@ -93,12 +93,12 @@ def test_reimport_is_a_no_op(kit):
     assert kit.rev("refs/tags/debian/%s^{commit}" % DEBVER) == first
 
 
-def test_package_not_installed(kit):
+def test_package_not_installed_nor_in_the_archive(kit):
     kit.fake_dpkg(DEBVER, installed=False)
     res = kit.fork("import", KVER)
     assert res.rc == 1
-    assert "package linux-source-9.9 is not installed" in res.err
-    assert "apt-get install linux-source-9.9" in res.err
+    assert "no linux-source-9.9 in the Debian suites the kit knows (bookworm, " \
+        "bookworm-updates, bookworm-backports, trixie, trixie-backports, sid)" in res.err
     assert not kit.ktree.exists()
 
 
@@ -107,7 +107,7 @@ def test_package_removed_but_config_left(kit):
     script.write_text("#!/bin/sh\nprintf 'rc  9.9.1-1'\n")
     res = kit.fork("import", KVER)
     assert res.rc == 1
-    assert "linux-source-9.9 is not installed" in res.err
+    assert "no linux-source-9.9 in the Debian suites" in res.err
 
 
 def test_installed_but_tarball_missing(kit):
@@ -198,3 +198,96 @@ def test_update_of_checked_out_branch_needs_clean_tree(kit, tmp_path):
     assert kit.rev("refs/heads/distro/9.9") == first
     assert kit.rev("refs/tags/debian/9.9.2-1") is None
     assert (kit.ktree / "README").read_text() == "local edit\n"
+
+
+# -- from Debian's archive (a private apt state; apt itself faked) ---------
+
+def archive_kit(kit, versions):
+    """Serve `versions` [(version, suite, tarball)] from the fake archive."""
+    archive = {PACKAGE: []}
+    for version, suite, tarball in versions:
+        deb, sha = kit.make_deb(tarball, version)
+        archive[PACKAGE].append({"version": version, "suite": suite, "deb": deb,
+                                 "sha256": sha})
+    kit.fake_apt(archive)
+    return archive
+
+
+def test_import_from_the_archive_when_not_installed(kit):
+    installed = kit.do_import()                  # from /usr/src, for comparison
+    import shutil
+    shutil.rmtree(kit.work)
+    kit.fake_dpkg(DEBVER, installed=False)
+    archive_kit(kit, [("9.9.2-1", "sid", kit.tarball), (DEBVER, "trixie", kit.tarball)])
+    res = kit.fork("import", KVER)
+    assert res.rc == 0, res
+    # the version the series is based on (patches/base), not the newest
+    assert "linux-source-9.9 %s from trixie: .deb sha256 " % DEBVER in res.err
+    assert "tarball sha256 %s" % sha256(kit.tarball) in res.err
+    assert res.out.strip() == installed        # same tarball, same commit id
+    import json
+    prov = json.loads(next((kit.work / "debs").glob("*/provenance.json")).read_text())
+    assert prov["suite"] == "trixie" and prov["version"] == DEBVER
+    assert prov["tarball_sha256"] == sha256(kit.tarball)
+    # the private apt state uses the machine's mirror and keyring for more suites
+    sources = (kit.work / "apt" / "sources.list").read_text().splitlines()
+    assert "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] " \
+        "http://deb.example.org/debian trixie-backports main" in sources
+    assert len(sources) == 6
+    log = (kit.tmp / "apt.log").read_text()
+    assert all("Dir::Etc::sourcelist=%s" % (kit.work / "apt" / "sources.list") in l
+               for l in log.splitlines())
+
+
+def test_import_a_named_debian_version(kit):
+    other = make_tarball(kit.tmp / "other.tar.xz",
+                         dict(KERNEL_FILES, README=(0o644, "a newer point release\n")))
+    archive_kit(kit, [("9.9.2-1", "sid", other), (DEBVER, "trixie", kit.tarball)])
+    res = kit.fork("import", "9.9.2-1", "--update")
+    assert res.rc == 0, res
+    assert "from sid" in res.err
+    assert kit.rev("refs/tags/debian/9.9.2-1^{commit}") == res.out.strip()
+    res = kit.fork("import", "linux-source-9.9=9.9.7-1")
+    assert res.rc == 1 and "9.9.7-1 is in none of the suites" in res.err
+    assert "9.9.2-1 (sid), %s (trixie)" % DEBVER in res.err
+    res = kit.fork("import", "linux-source-9.8=9.9.2-1")
+    assert res.rc == 1 and "unknown version" in res.err
+
+
+def test_archive_unreachable_or_tampered(kit):
+    kit.fake_dpkg(DEBVER, installed=False)
+    archive = archive_kit(kit, [(DEBVER, "trixie", kit.tarball)])
+    kit.env["FAKE_APT_UNREACHABLE"] = "1"
+    res = kit.fork("import", KVER, env={"FAKE_APT_UNREACHABLE": "1"})
+    assert res.rc == 1
+    assert "apt-get update of the private apt state failed" in res.err
+    assert "Could not resolve" in res.err or "Err:1" in res.err
+    # the index lists another hash than the .deb has
+    archive[PACKAGE][0]["sha256"] = "0" * 64
+    kit.fake_apt(archive)
+    res = kit.fork("import", KVER)
+    assert res.rc == 1
+    assert "but the signed index of trixie lists %s" % ("0" * 64) in res.err
+    assert not list((kit.work / "debs").glob("*.deb"))
+
+
+def test_sources_parsing(tmp_path, monkeypatch):
+    from forkkit import debian
+    one = tmp_path / "sources.list"
+    one.write_text("# comment\ndeb [arch=amd64 signed-by=/k.gpg] http://m.example/debian "
+                   "bookworm main contrib\ndeb-src http://m.example/debian bookworm main\n")
+    two = tmp_path / "x.sources"
+    two.write_text("Types: deb\nURIs: http://m.example/debian-security\n"
+                   "Suites: bookworm-security\nComponents: main\n\n"
+                   "Types: deb\nEnabled: no\nURIs: http://off.example/\nSuites: sid\n")
+    monkeypatch.setenv("FORK_APT_SOURCES", "%s:%s" % (one, two))
+    text, suites = debian.sources_list()
+    assert text.splitlines() == [
+        "deb [signed-by=/k.gpg] http://m.example/debian bookworm main",
+        "deb [signed-by=/k.gpg] http://m.example/debian bookworm-backports main",
+        "deb [signed-by=/k.gpg] http://m.example/debian trixie main",
+        "deb [signed-by=/k.gpg] http://m.example/debian trixie-backports main",
+        "deb [signed-by=/k.gpg] http://m.example/debian sid main",
+        "deb http://m.example/debian-security bookworm-security main",
+        "deb http://m.example/debian-security trixie-security main",
+    ]

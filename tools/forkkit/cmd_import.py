@@ -3,6 +3,21 @@
 The commit lands on ``distro/<major.minor>`` in the kernel tree and is
 tagged ``debian/<version>`` (DEP-14 spelling).  Author, committer, dates and
 message are fixed, so the same tarball gives the same commit id anywhere.
+
+Where the tarball comes from:
+
+* ``import 6.12`` -- the installed ``linux-source-6.12`` (``/usr/src``), as
+  ``apt-get install`` put it there;
+* when that package is not installed, or with ``--archive``, or when a
+  Debian version is named (``import 6.12.117-1``, ``import
+  linux-source-7.3=7.3.4-1~bpo13+1``): Debian's archive, through a private
+  apt state in ``work/apt`` built from the machine's own mirror and keyring
+  for the suites bookworm(-updates, -security, -backports), trixie(-backports,
+  -security) and sid.  The version is the one named, else the one a series
+  of this repository is based on, else the newest.  The .deb is checked
+  against the SHA256 of the signed index and the tarball is taken out of it
+  without installing anything; suite, version and both SHA256 are printed
+  and kept in ``work/debs/<package>_<version>/provenance.json``.
 """
 
 import os
@@ -10,6 +25,7 @@ import re
 import shutil
 import tempfile
 
+from . import debian
 from . import series as series_mod
 from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, new_log,
                      require_clean, run, sha256_file, wpath)
@@ -28,8 +44,13 @@ IDENT = {
 
 def add_arguments(p):
     p.add_argument("version", nargs="?",
-                   help="kernel major.minor (6.12) or package name (linux-source-6.12); "
+                   help="kernel major.minor (6.12), package name (linux-source-6.12), or a "
+                        "Debian version (6.12.117-1, linux-source-7.3=7.3.4-1~bpo13+1); "
                         "default: the primary series' base")
+    p.add_argument("--archive", action="store_true",
+                   help="take the package from Debian's archive even if it is installed")
+    p.add_argument("--refresh", action="store_true",
+                   help="re-read the archive's indexes now (else at most daily)")
     p.add_argument("--tarball", help="import this tarball instead of the installed package's "
                                      "(requires --debian-version)")
     p.add_argument("--debian-version", help="package version to record with --tarball")
@@ -38,28 +59,19 @@ def add_arguments(p):
                         "(the old one stays reachable through its debian/ tag)")
 
 
-def src_dir():
-    return os.environ.get("FORK_SRCDIR", "/usr/src")
-
-
 def normalize_version(version):
+    """(major.minor, Debian version or None) of the version argument."""
     if version is None:
-        return series_mod.Series().kver
+        return series_mod.Series().kver, None
     m = re.match(r"^(?:linux-source-)?(\d+\.\d+)$", version)
-    if not m:
-        raise ForkError("unknown version %r: give major.minor such as 6.12 or a package name "
-                        "such as linux-source-6.12" % version)
-    return m.group(1)
-
-
-def dpkg_version(package):
-    proc = run(["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Version}", package], check=False)
-    out = (proc.stdout or "").strip()
-    if proc.returncode != 0 or not out.startswith("ii"):
-        raise ForkError("package %s is not installed: run `apt-get install %s` "
-                        "(`apt-cache search ^linux-source-` lists the versions Debian has)"
-                        % (package, package))
-    return out.split()[-1]
+    if m:
+        return m.group(1), None
+    m = re.match(r"^(?:linux-source-(\d+\.\d+)=)?((\d+)\.(\d+)(?:\.\d+)?-[0-9A-Za-z.+~]+)$",
+                 version)
+    if m and (m.group(1) is None or m.group(1) == "%s.%s" % (m.group(3), m.group(4))):
+        return "%s.%s" % (m.group(3), m.group(4)), m.group(2)
+    raise ForkError("unknown version %r: give major.minor (6.12), a package name "
+                    "(linux-source-6.12) or a Debian version (6.12.117-1)" % version)
 
 
 def upstream_of(debian_version):
@@ -119,27 +131,18 @@ def snapshot_commit(tarball, msg, prog, log):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def do_import(version=None, tarball=None, debian_version=None, update=False, out=print):
+def do_import(version=None, tarball=None, debian_version=None, update=False, out=print,
+              archive=False, refresh=False):
     prog = Progress("import")
-    kver = normalize_version(version)
+    kver, wanted = normalize_version(version)
     package = "linux-source-%s" % kver
-    if tarball:
-        if not debian_version:
-            raise ForkError("--tarball needs --debian-version (the version to record)")
-        if not os.path.isfile(tarball):
-            raise ForkError("tarball %s does not exist" % tarball)
-        pkg_version = debian_version
-    else:
-        pkg_version = dpkg_version(package)
-        tarball = os.path.join(src_dir(), "%s.tar.xz" % package)
-        if not os.path.isfile(tarball):
-            raise ForkError("package %s %s is installed but %s is missing: reinstall it with "
-                            "`apt-get install --reinstall %s`" % (package, pkg_version, tarball,
-                                                                  package))
+    base = expected_base(kver)
+    tarball, pkg_version = debian.snapshot(
+        kver, wanted, tarball, debian_version, archive, refresh, prog,
+        default_version=base.base["version"] if base and not update else None)
     log = new_log("import-%s" % kver)
     prog.say("checksumming %s" % tarball)
     sha = sha256_file(tarball)
-    base = expected_base(kver)
     if base and base.base["sha256"] != sha and not update:
         raise ForkError(
             "%s has sha256 %s, but %s/base expects %s (version %s; installed: %s).\n"
@@ -192,5 +195,6 @@ def do_import(version=None, tarball=None, debian_version=None, update=False, out
 
 
 def main(args):
-    do_import(args.version, args.tarball, args.debian_version, args.update)
+    do_import(args.version, args.tarball, args.debian_version, args.update,
+              archive=args.archive, refresh=args.refresh)
     return 0

@@ -58,7 +58,7 @@ import shutil
 import tempfile
 import time
 
-from . import cmd_import
+from . import cmd_import, debian
 from . import series as series_mod
 from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
                            patch_id_of_file)
@@ -210,23 +210,6 @@ def find_snapshot(s):
                     % (s.rel, s.package, s.base.get("version"), want[:16], s.distro_branch,
                        dep14(s.base.get("version", "")), s.kver, s.package,
                        s.base.get("version")))
-
-
-def resolve_snapshot(package, tarball, debian_version):
-    if tarball:
-        if not debian_version:
-            raise ForkError("--tarball needs --debian-version (the version to record)")
-        if not os.path.isfile(tarball):
-            raise ForkError("tarball %s does not exist" % tarball)
-        return os.path.abspath(tarball), debian_version
-    if debian_version:
-        raise ForkError("--debian-version goes with --tarball")
-    version = cmd_import.dpkg_version(package)
-    path = os.path.join(cmd_import.src_dir(), "%s.tar.xz" % package)
-    if not os.path.isfile(path):
-        raise ForkError("package %s %s is installed but %s is missing: reinstall it with "
-                        "`apt-get install --reinstall %s`" % (package, version, path, package))
-    return path, version
 
 
 def normalize_rel(path):
@@ -583,9 +566,10 @@ def start(args):
                         "then --continue, --skip or --abort it" % state_path())
     require_clean(ktree())
     src = series_mod.Series(args.series)
-    kver = cmd_import.normalize_version(args.onto)
+    kver, wanted = cmd_import.normalize_version(args.onto)
     package = "linux-source-%s" % kver
-    tarball, version = resolve_snapshot(package, args.tarball, args.debian_version)
+    tarball, version = debian.snapshot(kver, wanted, args.tarball, args.debian_version,
+                                       getattr(args, "archive", False), prog=prog)
     prog.say("checksumming %s" % tarball)
     sha = sha256_file(tarball)
     dest_rel = normalize_rel(args.into) if args.into else src.rel
