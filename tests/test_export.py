@@ -260,11 +260,12 @@ def test_export_v1(ek, send_email):
         if f != cover:
             assert h["in-reply-to"] == headers(cover)["message-id"]
 
-    # sender's sign-off after the author's; author kept in the body
+    # the sender is the author (no in-body From:); the author's sign-off
+    # stays, the sender's follows
     for p in patches:
         text = p.read_text()
         assert text.index(SOB) < text.index("Signed-off-by: %s" % IDENT)
-        assert "\nFrom: A U Thor <author@example.org>\n" in text
+        assert "\nFrom: A U Thor <author@example.org>\n" not in text
 
     # the cover letter: placeholders filled, summary, checks, bench, base
     text = cover.read_text()
@@ -326,7 +327,7 @@ def test_mails_work_with_git_am_send_email_and_b4(ek, send_email, tmp_path):
     ek.git("am", "-q", *mails[1:], cwd=clone)
     assert ek.rev("HEAD^{tree}", cwd=clone) == ek.rev("series/9.9^{tree}")
     assert ek.git("log", "-3", "--format=%an|%s", cwd=clone).splitlines() == \
-        ["A U Thor|%s" % s[3] for s in reversed(SERIES)]
+        ["Test User|%s" % s[3] for s in reversed(SERIES)]
     # git send-email, dry run
     proc = subprocess.run(
         ["git", "send-email", "--dry-run", "--confirm=never", "--no-format-patch",
@@ -617,3 +618,48 @@ def test_cover_letter_gets_mime_headers_for_utf8(tmp_path):
         "[PATCH 0/1] ext2: caf\u00e9"
     assert h["content-type"] == "text/plain; charset=UTF-8"
     assert "\n\nThanks to Jan K\u00e1ra; 3 \u00b5s.\n\nT (1):" in text
+
+
+# -- who sends: a person, not a placeholder ------------------------------------
+
+def test_keep_author_puts_the_author_in_the_body(ek, send_email):
+    res = ek.fork("export", "--keep-author")
+    assert res.rc == 0, res
+    for p in ek.mails(1)[1:]:
+        text = p.read_text()
+        assert "\nFrom: A U Thor <author@example.org>\n" in text
+        assert text.index(SOB) < text.index("Signed-off-by: %s" % IDENT)
+
+
+def test_placeholder_sender_is_refused_but_a_dry_run_shows_the_mails(ek, send_email):
+    ek.git("config", "user.email", "ext2-scale@lists.invalid")
+    ek.git("config", "user.name", "ext2-scale developers")
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "the sender ext2-scale developers <ext2-scale@lists.invalid> is a placeholder" \
+        in res.err and "Developer's Certificate of Origin" in res.err
+    assert_nothing_written(ek, 1)
+    res = ek.fork("export", "--dry-run")
+    assert res.rc == 0, res
+    out = res.out.strip()
+    assert out == str(ek.work / "export" / "dry-run" / "patches" / "v1")
+    assert len(os.listdir(out)) == 4 and "nothing recorded" in res.err
+    assert ek.versions() == []
+
+
+def test_mailed_commits_drop_placeholder_signoffs(ek):
+    from forkkit import cmd_export
+    base = ek.rev("distro/9.9")
+    c = ek.git("commit-tree", "series/9.9^{tree}", "-p", base, "-m",
+               "ext2: x\n\nWhy.\n\nSigned-off-by: ext2-scale developers "
+               "<ext2-scale@lists.invalid>\nSigned-off-by: A U Thor <author@example.org>",
+               env=dict(AUTHOR))
+    [m] = cmd_export.mail_commits(base, [c], ("Real Person", "real@example.org"))
+    assert ek.rev(m + "^{tree}") == ek.rev(c + "^{tree}")
+    assert ek.git("log", "-1", "--format=%an <%ae>", m) == "Real Person <real@example.org>"
+    body = ek.git("log", "-1", "--format=%B", m)
+    assert "lists.invalid" not in body and SOB in body
+    [k] = cmd_export.mail_commits(base, [c], None)
+    assert ek.git("log", "-1", "--format=%an <%ae>", k) == "A U Thor <author@example.org>"
+    assert cmd_export.is_placeholder("x@lists.invalid") and cmd_export.is_placeholder("a@localhost")
+    assert not cmd_export.is_placeholder("jack@suse.com")

@@ -98,6 +98,12 @@ def add_arguments(p):
                    help="config flavour whose check results count (default: base)")
     p.add_argument("--test", default="smoke",
                    help="guest test whose check results count (default: smoke)")
+    p.add_argument("--keep-author", action="store_true",
+                   help="keep each commit's author (an in-body From: line) instead of making "
+                        "the sender the author")
+    p.add_argument("--dry-run", action="store_true",
+                   help="make and check the mails in work/export/dry-run/ without recording "
+                        "the version; allowed with a placeholder identity")
 
 
 # -- repository paths ---------------------------------------------------------
@@ -157,6 +163,41 @@ def identity():
     if "@" not in mail or not name.strip():
         raise ForkError("the sender identity %r <%s> is not usable: %s" % (name, mail, how))
     return name, mail
+
+
+# Addresses that name nobody (RFC 2606/6761 reserved names, localhost): the
+# kernel takes patches only from a real person (submitting-patches.rst,
+# "Developer's Certificate of Origin").
+PLACEHOLDER_RE = re.compile(r"(\.(invalid|test|example|localhost)|@(localhost|localdomain))$",
+                            re.I)
+
+
+def is_placeholder(mail):
+    return bool(PLACEHOLDER_RE.search(mail.strip().rstrip(">")))
+
+
+def mail_commits(base, commits, author):
+    """The commits as they are mailed: with `author` (name, email) as author
+    unless None, and without Signed-off-by lines of placeholder addresses
+    (format-patch --signoff adds the sender's own).  Same trees; returns the
+    new ids (the branches do not move)."""
+    out, parent = [], base
+    for c in commits:
+        name, mail, date = git(["log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw",
+                                c]).split("\0")
+        if author:
+            name, mail = author
+        msg = git(["log", "-1", "--format=%B", c])
+        lines = [l for l in msg.splitlines()
+                 if not (re.match(r"^Signed-off-by: .*<([^>]*)>\s*$", l)
+                         and is_placeholder(re.match(r".*<([^>]*)>", l).group(1)))]
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": mail, "GIT_AUTHOR_DATE": date,
+               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": mail,
+               "GIT_COMMITTER_DATE": date}
+        parent = git(["commit-tree", c + "^{tree}", "-p", parent, "-F", "-"], env=env,
+                     input="\n".join(lines).rstrip("\n") + "\n")
+        out.append(parent)
+    return out
 
 
 def check_address(addr, where):
@@ -690,7 +731,19 @@ def export(args, out=print):
     require_clean(ktree(), "kernel tree")
     name, mail = identity()
     sender = "%s <%s>" % (name, mail)
+    if is_placeholder(mail) and not args.dry_run:
+        raise ForkError("the sender %s is a placeholder, not a person: the kernel takes patches "
+                        "only with a real name and address that sign the Developer's "
+                        "Certificate of Origin (Documentation/process/submitting-patches.rst). "
+                        "Set git user.name and user.email, or look at the mails with --dry-run"
+                        % sender)
     base, head, commits = series_commits(series)
+    if args.keep_author and not args.dry_run:
+        fake = sorted({a for a in (git(["log", "-1", "--format=%an <%ae>", c]) for c in commits)
+                       if is_placeholder(a)})
+        if fake:
+            raise ForkError("--keep-author, but %s is a placeholder author: drop --keep-author "
+                            "to send as %s, or --dry-run" % (", ".join(fake), sender))
     info = base_info(series, base)
 
     versions = recorded_versions(series)
@@ -699,9 +752,11 @@ def export(args, out=print):
         raise ForkError("-v %d: versions start at 1" % n)
     default_out = wpath("export", "v%d" % n) if series.is_primary else \
         wpath("export", series.rel, "v%d" % n)
+    if args.dry_run:
+        default_out = wpath("export", "dry-run", series.rel, "v%d" % n)
     outdir = os.path.abspath(args.outdir or default_out)
     vdir = series_mailing(series, "versions", "v%d" % n)
-    if n in versions and not args.force:
+    if n in versions and not args.force and not args.dry_run:
         old = read_kv(os.path.join(versions[n], "base"))
         raise ForkError("v%d was already exported (%s, series head %s): export the next "
                         "version with `tools/fork export -v %d` (after writing "
@@ -711,7 +766,7 @@ def export(args, out=print):
                                           rel(series_mailing(series, "changelog", "v%d.md"
                                                              % (max(versions) + 1))), n))
     existing = outdir_entries(outdir)
-    if existing and not args.force:
+    if existing and not args.force and not args.dry_run:
         raise ForkError("%s already holds %d files (%s...): pass --force to replace them, or "
                         "choose another --outdir" % (outdir, len(existing), existing[0]))
     if existing and any(not e.endswith(".patch") for e in existing):
@@ -769,6 +824,11 @@ def export(args, out=print):
     }
     subject, body = render_template(mailing("cover-letter.tmpl"), values)
 
+    # what is mailed: the sender as author (unless --keep-author), no
+    # placeholder sign-offs; the trees are those that were checked
+    series_head = head
+    commits = mail_commits(base, commits, None if args.keep_author else (name, mail))
+    head = commits[-1]
     touched = git(["diff", "--name-only", "--no-renames", base, head]).splitlines()
     dirs = sorted({os.path.dirname(f) for f in touched if os.path.dirname(f)})
     tmp = tempfile.mkdtemp(prefix="export-", dir=ensure_dir(wpath("tmp")))
@@ -797,7 +857,8 @@ def export(args, out=print):
             emls = send_email(bt, [cover] + patches, sender, to, cc, tmp)
             prog.say("b4 am round trip on the captured mails")
             b4_roundtrip(bt, emls, commits, tmp)
-            maint = cmd_maintainers.generate(series, bt) if series.is_primary else None
+            maint = cmd_maintainers.generate(series, bt) \
+                if series.is_primary and not args.dry_run else None
         # every check passed: write the mails, record the version
         for e in existing:
             os.unlink(os.path.join(outdir, e))
@@ -805,6 +866,11 @@ def export(args, out=print):
         files = [cover] + patches
         for f in files:
             shutil.copyfile(f, os.path.join(outdir, os.path.basename(f)))
+        if args.dry_run:
+            prog.say("dry run: %d mails in %s, as %s; nothing recorded (not for sending)"
+                     % (len(files), outdir, sender))
+            out(outdir)
+            return outdir
         if os.path.isdir(vdir):
             shutil.rmtree(vdir)
         ensure_dir(vdir)
@@ -818,7 +884,7 @@ def export(args, out=print):
                      "version: %d\nbase-commit: %s\npackage: %s\ndebian-version: %s\n"
                      "upstream: %s\nhead: %s\ncover-message-id: %s\n"
                      % (n, series.rel, n, base, info["Package"], info["Version"],
-                        info["Upstream"], head, header(cover, "Message-Id") or ""))
+                        info["Upstream"], series_head, header(cover, "Message-Id") or ""))
         prog.say("recorded %s/ (commit it)" % rel(vdir))
         if maint and cmd_maintainers.compare(maint):
             cmd_maintainers.write(maint)
