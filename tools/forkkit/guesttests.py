@@ -55,7 +55,7 @@ first=$(ext2poke /dev/vda leak 0 100)
 dd if=/dev/zero of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
 mount -t ext2 -o errors=remount-ro /dev/vda /mnt
 seedload -n 9 -m 50 /mnt
-read lvl rest < /proc/sys/kernel/printk
+lvl=$(awk '{ print $1 }' /proc/sys/kernel/printk)
 echo 1 > /proc/sys/kernel/printk
 if ls /mnt/d > /dev/null 2>&1; then echo "FAIL: corrupted directory listed"; exit 1; fi
 echo $lvl > /proc/sys/kernel/printk
@@ -71,9 +71,9 @@ seedload -n 9 -m 50 /mnt
 fsreport /mnt > /tmp/statfs
 ext2poke /dev/vda sums > /tmp/sums
 cat /tmp/statfs /tmp/sums
-s=$(sed -n 's/.* bfree=\([0-9]*\) .*/\1/p' /tmp/statfs)
-g=$(sed -n 's/.* bfree=\([0-9]*\) .*/\1/p' /tmp/sums)
-[ "$s" = "$g" ] || { echo "FAIL: statfs bfree=$s, group descriptors $g"; exit 1; }
+s=$(tr ' ' '\\n' < /tmp/statfs | sed -n 's/^bfree=//p')
+g=$(tr ' ' '\\n' < /tmp/sums | sed -n 's/^bfree=//p')
+[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs bfree=$s, group descriptors $g"; exit 1; }
 rm -r /mnt/d
 fsreport /mnt
 umount /mnt
@@ -85,7 +85,7 @@ umount /mnt
     "emergency-remount": ("512M", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
 mkdir /mnt/a /mnt/b
-seedload -n 16 -m 4000 /mnt/a /mnt/b > /tmp/seedload.out 2>&1 &
+seedload -n 16 -m 15000 /mnt/a /mnt/b > /tmp/seedload.out 2>&1 &
 pid=$!
 sleep 1
 i=0
@@ -109,9 +109,9 @@ fsreport /mnt > /tmp/statfs
 ext2poke /dev/vda sums > /tmp/sums
 cat /tmp/statfs /tmp/sums
 for k in bfree ffree; do
-	s=$(sed -n "s/.* $k=\([0-9]*\) .*/\1/p" /tmp/statfs)
-	g=$(sed -n "s/.* $k=\([0-9]*\) .*/\1/p" /tmp/sums)
-	[ "$s" = "$g" ] || { echo "FAIL: statfs $k=$s, group descriptors $g"; exit 1; }
+	s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^$k=//p")
+	g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
+	[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs $k=$s, group descriptors $g"; exit 1; }
 done
 umount /mnt
 """),
