@@ -53,6 +53,7 @@ blk=$(ext2poke /dev/vda iblock $ino)
 dd if=/dev/vda of=/tmp/dirblock bs=1024 skip=$blk count=1 2>/dev/null
 first=$(ext2poke /dev/vda leak 0 100)
 dd if=/dev/zero of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
+sync
 mount -t ext2 -o errors=remount-ro /dev/vda /mnt
 seedload -n 9 -m 50 /mnt
 lvl=$(awk '{ print $1 }' /proc/sys/kernel/printk)
@@ -64,6 +65,7 @@ grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts || { echo "FAIL: not read-only af
 dd if=/tmp/dirblock of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
 ext2poke /dev/vda unleak 0 $first 100
 ext2poke /dev/vda clear-error
+sync
 echo 3 > /proc/sys/vm/drop_caches
 mount -o remount,rw /mnt
 ls /mnt/d > /dev/null
@@ -79,17 +81,18 @@ fsreport /mnt
 umount /mnt
 """),
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
-    # drain) under 2 tasks doing pwrite/ftruncate on open files, then
-    # remount read-write with the tasks still running; 20 cycles.  Once
+    # drain) under 4 tasks doing pwrite/ftruncate on open files, then
+    # remount read-write with the tasks still running; 50 cycles.  Once
     # the tasks are done, statfs must equal the group descriptor sums.
-    "emergency-remount": ("512M", 1024, """set -e
+    # 256 groups, so that the counter reload scans for a while.
+    "emergency-remount": ("2G", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
-mkdir /mnt/a /mnt/b
-seedload -n 16 -m 15000 /mnt/a /mnt/b > /tmp/seedload.out 2>&1 &
+mkdir /mnt/a /mnt/b /mnt/c /mnt/d
+seedload -n 16 -m 30000 /mnt/a /mnt/b /mnt/c /mnt/d > /tmp/seedload.out 2>&1 &
 pid=$!
 sleep 1
 i=0
-while [ $i -lt 20 ] && kill -0 $pid 2>/dev/null; do
+while [ $i -lt 50 ] && kill -0 $pid 2>/dev/null; do
 	echo u > /proc/sysrq-trigger
 	n=0
 	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
@@ -98,13 +101,13 @@ while [ $i -lt 20 ] && kill -0 $pid 2>/dev/null; do
 		sleep 0.05
 	done
 	mount -o remount,rw /mnt
-	sleep 0.2
+	sleep 0.1
 	i=$((i + 1))
 done
 echo "emergency remount cycles: $i"
 wait $pid || true
 grep -q "^/dev/vda /mnt ext2 rw," /proc/mounts || mount -o remount,rw /mnt
-rm -rf /mnt/a /mnt/b
+rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
 fsreport /mnt > /tmp/statfs
 ext2poke /dev/vda sums > /tmp/sums
 cat /tmp/statfs /tmp/sums
