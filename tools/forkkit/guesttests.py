@@ -58,7 +58,7 @@ mount -t ext2 -o errors=remount-ro /dev/vda /mnt
 seedload -n 9 -m 50 /mnt
 lvl=$(awk '{ print $1 }' /proc/sys/kernel/printk)
 echo 1 > /proc/sys/kernel/printk
-if ls /mnt/d > /dev/null 2>&1; then echo "FAIL: corrupted directory listed"; exit 1; fi
+if cat /mnt/d/f > /dev/null 2>&1; then echo "FAIL: corrupted directory read"; exit 1; fi
 echo $lvl > /proc/sys/kernel/printk
 dmesg | grep -q "error: remounting filesystem read-only" || { echo "FAIL: no ext2 error"; exit 1; }
 grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts || { echo "FAIL: not read-only after the error"; exit 1; }
@@ -68,7 +68,7 @@ ext2poke /dev/vda clear-error
 sync
 echo 3 > /proc/sys/vm/drop_caches
 mount -o remount,rw /mnt
-ls /mnt/d > /dev/null
+cat /mnt/d/f > /dev/null
 seedload -n 9 -m 50 /mnt
 fsreport /mnt > /tmp/statfs
 ext2poke /dev/vda sums > /tmp/sums
@@ -82,17 +82,18 @@ umount /mnt
 """),
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
     # drain) under 4 tasks doing pwrite/ftruncate on open files, then
-    # remount read-write with the tasks still running; 50 cycles.  Once
+    # remount read-write with the tasks still running, for as long as
+    # they run (at most 300 cycles).  Once
     # the tasks are done, statfs must equal the group descriptor sums.
     # 256 groups, so that the counter reload scans for a while.
     "emergency-remount": ("2G", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
 mkdir /mnt/a /mnt/b /mnt/c /mnt/d
-seedload -n 16 -m 30000 /mnt/a /mnt/b /mnt/c /mnt/d > /tmp/seedload.out 2>&1 &
+seedload -n 16 -m 60000 /mnt/a /mnt/b /mnt/c /mnt/d > /tmp/seedload.out 2>&1 &
 pid=$!
 sleep 1
 i=0
-while [ $i -lt 50 ] && kill -0 $pid 2>/dev/null; do
+while [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do
 	echo u > /proc/sysrq-trigger
 	n=0
 	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
@@ -106,6 +107,7 @@ while [ $i -lt 50 ] && kill -0 $pid 2>/dev/null; do
 done
 echo "emergency remount cycles: $i"
 wait $pid || true
+cat /tmp/seedload.out
 grep -q "^/dev/vda /mnt ext2 rw," /proc/mounts || mount -o remount,rw /mnt
 rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
 fsreport /mnt > /tmp/statfs
