@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 GUEST = REPO / "ci" / "guest"
 PROGS = ["seedload", "stress", "fillspace", "statfsbench", "createbench",
-         "fsreport"]
+         "fsreport", "ext2poke"]
 RESULT_RE = re.compile(r"^RESULT( [a-z][a-z0-9_]*=\S+)+$")
 
 
@@ -336,3 +336,29 @@ def test_fillspace_readonly(bindir, tmp_path):
     with ext2_mount(tmp_path, readonly=True) as (_, mnt):
         assert_fail(run(bindir, "fillspace", "-p", "1", mnt),
                     f"{mnt}/fill0", "Read-only file system")
+
+
+# --- ext2poke ----------------------------------------------------------------
+
+def test_ext2poke_image(bindir, tmp_path):
+    if not shutil.which("mke2fs") or not shutil.which("e2fsck"):
+        pytest.skip("e2fsprogs not available")
+    img = tmp_path / "poke.img"
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", "1024", str(img), "65537"],
+                   check=True, capture_output=True)
+    before = parse_result(run(bindir, "ext2poke", img, "sums"), "ext2poke")
+    assert before["groups"] == "8" and before["bfree"] == before["sb_bfree"]
+    proc = run(bindir, "ext2poke", img, "leak", 0, 100)
+    assert proc.returncode == 0, proc.stderr
+    first = int(proc.stdout)
+    leaked = parse_result(run(bindir, "ext2poke", img, "sums"), "ext2poke")
+    assert int(leaked["bfree"]) == int(before["bfree"]) - 100
+    assert int(leaked["sb_bfree"]) == int(before["sb_bfree"]) - 100
+    assert subprocess.run(["e2fsck", "-fn", str(img)], capture_output=True).returncode != 0
+    assert run(bindir, "ext2poke", img, "unleak", 0, first, 100).returncode == 0
+    assert parse_result(run(bindir, "ext2poke", img, "sums"), "ext2poke") == before
+    assert subprocess.run(["e2fsck", "-fn", str(img)], capture_output=True).returncode == 0
+    assert run(bindir, "ext2poke", img, "first-data-block").stdout == "1\n"
+    assert run(bindir, "ext2poke", img, "iblock", 2).stdout.strip().isdigit()
+    assert run(bindir, "ext2poke", img, "unleak", 0, first, 1).returncode == 1
+    assert run(bindir, "ext2poke", img, "bogus").returncode == 2

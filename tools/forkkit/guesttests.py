@@ -50,6 +50,108 @@ rmdir /mnt/a /mnt/b
 fsreport /mnt
 umount /mnt
 """),
+    # errors=remount-ro, then a repair through the block device while
+    # read-only (a corrupted directory block restored, 100 leaked blocks
+    # freed, the error flag cleared: what e2fsck -fy does), then remount
+    # read-write: statfs must report the repaired free counts.  The ext2
+    # error is provoked on purpose, so the test names it ("expect"): it must
+    # appear on the console, and only it is excused.
+    "repair-remount": ("64M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/d
+echo x > /mnt/d/f
+ino=$(stat -c %i /mnt/d)
+umount /mnt
+blk=$(ext2poke /dev/vda iblock $ino)
+dd if=/dev/vda of=/tmp/dirblock bs=1024 skip=$blk count=1 2>/dev/null
+first=$(ext2poke /dev/vda leak 0 100)
+dd if=/dev/zero of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
+sync
+mount -t ext2 -o errors=remount-ro /dev/vda /mnt
+seedload -n 9 -m 50 /mnt
+if cat /mnt/d/f > /dev/null 2>&1; then echo "FAIL: corrupted directory read"; exit 1; fi
+dmesg | grep -q "error: remounting filesystem read-only" || { echo "FAIL: no ext2 error"; exit 1; }
+grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts || { echo "FAIL: not read-only after the error"; exit 1; }
+dd if=/tmp/dirblock of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
+ext2poke /dev/vda unleak 0 $first 100
+ext2poke /dev/vda clear-error
+sync
+echo 3 > /proc/sys/vm/drop_caches
+mount -o remount,rw /mnt
+cat /mnt/d/f > /dev/null
+seedload -n 9 -m 50 /mnt
+fsreport /mnt > /tmp/statfs
+ext2poke /dev/vda sums > /tmp/sums
+cat /tmp/statfs /tmp/sums
+s=$(tr ' ' '\\n' < /tmp/statfs | sed -n 's/^bfree=//p')
+g=$(tr ' ' '\\n' < /tmp/sums | sed -n 's/^bfree=//p')
+[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs bfree=$s, group descriptors $g"; exit 1; }
+rm -r /mnt/d
+fsreport /mnt
+umount /mnt
+""", {"expect": [r"EXT2-fs \(vda\): error: "]}),
+    # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
+    # drain) under 4 tasks doing pwrite/ftruncate on open files, then
+    # remount read-write with the tasks still running, for as long as
+    # they run (at most 300 cycles).  Once
+    # the tasks are done, statfs must equal the group descriptor sums.
+    # 256 groups, so that the counter reload scans for a while.
+    "emergency-remount": ("2G", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/a /mnt/b /mnt/c /mnt/d
+seedload -n 16 -m 60000 /mnt/a /mnt/b /mnt/c /mnt/d > /tmp/seedload.out 2>&1 &
+pid=$!
+sleep 1
+i=0
+while [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do
+	echo u > /proc/sysrq-trigger
+	n=0
+	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
+		n=$((n + 1))
+		[ $n -lt 200 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
+		sleep 0.05
+	done
+	mount -o remount,rw /mnt
+	sleep 0.1
+	i=$((i + 1))
+done
+echo "emergency remount cycles: $i"
+wait $pid || true
+cat /tmp/seedload.out
+grep -q "^/dev/vda /mnt ext2 rw," /proc/mounts || mount -o remount,rw /mnt
+rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
+fsreport /mnt > /tmp/statfs
+ext2poke /dev/vda sums > /tmp/sums
+cat /tmp/statfs /tmp/sums
+for k in bfree ffree; do
+	s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^$k=//p")
+	g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
+	[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs $k=$s, group descriptors $g"; exit 1; }
+done
+umount /mnt
+"""),
+    # s_first_data_block rewritten through the block device while files
+    # hold reservation windows, as a fuzzer would; closing the files
+    # discards the windows then (nothing allocates or frees while the
+    # field is rewritten).  65537 blocks: 8 full groups.
+    "fuzz-first-data-block": ("65537", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/a /mnt/b
+old=$(ext2poke /dev/vda first-data-block)
+for fuzz in 60000 0; do
+	exec 3>> /mnt/f 4>> /mnt/a/f 5>> /mnt/b/f
+	dd if=/dev/zero bs=4096 count=8 >&3 2>/dev/null
+	dd if=/dev/zero bs=4096 count=8 >&4 2>/dev/null
+	dd if=/dev/zero bs=4096 count=8 >&5 2>/dev/null
+	ext2poke /dev/vda first-data-block $fuzz
+	exec 3>&- 4>&- 5>&-
+	ext2poke /dev/vda first-data-block $old
+done
+rm -r /mnt/f /mnt/a /mnt/b
+stress -p 2 -o 300 -s 5 /mnt
+fsreport /mnt
+umount /mnt
+"""),
 }
 
 GuestTest = collections.namedtuple("GuestTest", "name size blocksize script expect")
