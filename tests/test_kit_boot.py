@@ -58,7 +58,7 @@ def test_scan_reports_kernel_problems(tmp_path):
 
 
 # One line per pattern in each supported version's own spelling, copied from
-# the format strings of linux-source-6.1 and -6.12 (file named per line).
+# the format strings of linux-source-6.1, -6.12 and -7.3 (file named per line).
 SPELLINGS = [
     # arch/x86/kernel/dumpstack.c __die_header(): 6.1 has no "Oops: " prefix
     ("6.1", "[    5.1] invalid opcode: 0000 [#1] PREEMPT SMP NOPTI"),
@@ -101,6 +101,12 @@ SPELLINGS = [
             "ffff8881. (prev=ffff8882)."),
     ("6.12", "[    9.0] list_del corruption, ffff888003c4a2c8->next is LIST_POISON1 "
              "(dead000000000100)"),
+    # 7.3: kernel/hung_task.c adds " in I/O wait"; lib/bug.c's WARNING
+    ("7.3", "[  150.0] INFO: task stress:81 blocked in I/O wait for more than 122 seconds."),
+    ("7.3", "[  150.0] INFO: task stress:81 blocked for more than 122 seconds."),
+    ("7.3", "[    5.0] WARNING: fs/ext2/balloc.c:100 at ext2_new_blocks+0x1/0x2, CPU#1: "
+            "stress/80"),
+    ("7.3", "[    5.1] Oops: invalid opcode: 0000 [#1] SMP NOPTI"),
     # mm/page_alloc.c, kernel/locking/lockdep.c, kernel/panic.c
     ("6.1", "[    9.0] BUG: Bad page state in process stress  pfn:0a1b2"),
     ("6.12", "[    9.0] INFO: trying to register non-static key."),

@@ -23,7 +23,7 @@ from . import initramfs
 from .common import ForkError, Lock, Progress, ensure_dir, new_log, tail, wpath
 
 # Every kernel report that fails a boot, in the spelling of each supported
-# version (6.1 and 6.12: taken from their lib/bug.c, kernel/panic.c,
+# version (6.1, 6.12 and 7.3: taken from their lib/bug.c, kernel/panic.c,
 # arch/x86/kernel/dumpstack.c and traps.c, kernel/watchdog*.c,
 # kernel/rcu/tree_stall.h and tree_exp.h, kernel/hung_task.c,
 # kernel/locking/lockdep.c, lib/list_debug.c, lib/ubsan.c, mm/kasan,
@@ -49,7 +49,7 @@ PROBLEMS = [
     r"general protection fault",
     r"hard LOCKUP",                         # "Watchdog detected hard LOCKUP on cpu 1"
     r"INFO: .*stall",                       # "rcu: INFO: rcu_preempt detected stalls ..."
-    r"INFO: task .* blocked for more than",
+    r"INFO: task \S+ blocked.* for more than",  # 7.3: "blocked in I/O wait for more than"
     r"list_(add|del) corruption",
     r"EXT2-fs \([^)]*\): error",             # ext2_error()
     r"EXT4-fs error",                       # "EXT4-fs error (device vda): ..."
