@@ -91,7 +91,8 @@ STATUS_TEXT = {
 def add_arguments(p):
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--onto", metavar="VERSION",
-                      help="snapshot to move to: major.minor or linux-source-<major.minor>")
+                      help="snapshot to move to: major.minor, linux-source-<major.minor> or a "
+                           "Debian version (6.12.117-1)")
     mode.add_argument("--continue", dest="cont", action="store_true",
                       help="after resolving a conflict (and `git add`): go on")
     mode.add_argument("--skip", action="store_true",
@@ -107,6 +108,9 @@ def add_arguments(p):
     p.add_argument("--tarball", help="import this tarball instead of the installed package's "
                                      "(requires --debian-version)")
     p.add_argument("--debian-version", help="package version to record with --tarball")
+    p.add_argument("--archive", action="store_true",
+                   help="take the snapshot from Debian's archive even if the package is "
+                        "installed (see `import`)")
     p.add_argument("--check", action=argparse.BooleanOptionalAction,
                    default=None, help="run `check` on the new series afterwards (default: yes)")
     p.add_argument("--config", default="base", help="config flavour for the check (default: base)")
@@ -569,7 +573,7 @@ def start(args):
     kver, wanted = cmd_import.normalize_version(args.onto)
     package = "linux-source-%s" % kver
     tarball, version = debian.snapshot(kver, wanted, args.tarball, args.debian_version,
-                                       getattr(args, "archive", False), prog=prog)
+                                       args.archive, prog=prog)
     prog.say("checksumming %s" % tarball)
     sha = sha256_file(tarball)
     dest_rel = normalize_rel(args.into) if args.into else src.rel
