@@ -270,6 +270,8 @@ class Kit:
     def make_deb(self, tarball, version, package=PACKAGE):
         """A real .deb holding ./usr/src/<package>.tar.xz; returns (path, sha256)."""
         root = self.tmp / ("deb-%s" % version)
+        if root.exists():
+            shutil.rmtree(root)
         (root / "DEBIAN").mkdir(parents=True)
         (root / "usr" / "src").mkdir(parents=True)
         shutil.copyfile(tarball, root / "usr" / "src" / ("%s.tar.xz" % package))

@@ -19,6 +19,7 @@ VERBS = [
     ("maintainers", "maintainers"),
     ("frag", "frag"),
     ("rebase", "rebase"),
+    ("update", "update"),
     ("bisect", "bisect"),
     ("compare", "compare"),
 ]

@@ -1,0 +1,60 @@
+"""fork update: follow Debian's point releases (archive faked, real git)."""
+
+import re
+
+from conftest import DEBVER, KERNEL_FILES, PACKAGE, make_tarball
+
+
+def serve(kit, versions):
+    archive = {PACKAGE: []}
+    for version, suite, tarball in versions:
+        deb, sha = kit.make_deb(tarball, version)
+        archive[PACKAGE].append({"version": version, "suite": suite, "deb": deb,
+                                 "sha256": sha})
+    kit.fake_apt(archive)
+
+
+def point_release(kit, name, **changes):
+    files = dict(KERNEL_FILES)
+    for path, text in changes.items():
+        files[path] = (0o644, text)
+    return make_tarball(kit.tmp / name, files)
+
+
+def test_up_to_date_dry_run_and_update(kit):
+    kit.laid_out()
+    serve(kit, [(DEBVER, "bookworm", kit.tarball)])
+    res = kit.fork("update", "--no-check")
+    assert res.rc == 0, res
+    assert re.search(r"^patches +%s +- +up to date$" % DEBVER, res.out, re.M), res
+    newer = point_release(kit, "newer.tar.xz", README="a point release\n")
+    serve(kit, [("9.9.1-2", "trixie", newer), (DEBVER, "bookworm", kit.tarball),
+                ("9.9.0-1", "sid", kit.tarball)])
+    before = (kit.repo / "patches" / "base").read_text()
+    res = kit.fork("update", "--dry-run")
+    assert res.rc == 0 and re.search(r"9\.9\.1-2 \(trixie\) +would update", res.out), res
+    assert (kit.repo / "patches" / "base").read_text() == before
+    res = kit.fork("update", "--no-check")
+    assert res.rc == 0, res
+    assert re.search(r"^patches +%s +9\.9\.1-2 +updated$" % DEBVER, res.out, re.M), res
+    assert "version: 9.9.1-2" in (kit.repo / "patches" / "base").read_text()
+    assert kit.git("show", "series/9.9:README") == "a point release"
+    assert kit.rev("refs/tags/debian/9.9.1-2^{commit}") == kit.rev("distro/9.9")
+
+
+def test_conflict_stops_and_moves_nothing(kit):
+    kit.laid_out()
+    refs = kit.refs()
+    base = (kit.repo / "patches" / "base").read_text()
+    # the point release changes the very line patch 1 changes
+    text = KERNEL_FILES["fs/ext2/balloc.c"][1].replace("/* balloc line 10 */",
+                                                       "/* balloc line 10: fixed upstream */")
+    newer = point_release(kit, "conflict.tar.xz", **{"fs/ext2/balloc.c": text})
+    serve(kit, [("9.9.1-2", "trixie", newer)])
+    res = kit.fork("update", "--no-check")
+    assert res.rc == 1
+    assert "CONFLICT: stopped in work/rebase/tree" in res.out
+    assert (kit.repo / "patches" / "base").read_text() == base
+    assert {k: v for k, v in kit.refs().items() if "series/" in k or "topic/" in k} == \
+        {k: v for k, v in refs.items() if "series/" in k or "topic/" in k}
+    assert kit.fork("rebase", "--abort").rc == 0
