@@ -267,6 +267,17 @@ class Kit:
             self.env[k] = str(v)
             self.mp.setenv(k, str(v))
 
+    def serve_archive(self, versions):
+        """Serve [(version, suite, tarball)] of linux-source-9.9 from the fake
+        archive (real .deb files)."""
+        archive = {PACKAGE: []}
+        for version, suite, tarball in versions:
+            deb, sha = self.make_deb(tarball, version)
+            archive[PACKAGE].append({"version": version, "suite": suite, "deb": deb,
+                                     "sha256": sha})
+        self.fake_apt(archive)
+        return archive
+
     def make_deb(self, tarball, version, package=PACKAGE):
         """A real .deb holding ./usr/src/<package>.tar.xz; returns (path, sha256)."""
         root = self.tmp / ("deb-%s" % version)

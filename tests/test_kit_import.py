@@ -202,23 +202,12 @@ def test_update_of_checked_out_branch_needs_clean_tree(kit, tmp_path):
 
 # -- from Debian's archive (a private apt state; apt itself faked) ---------
 
-def archive_kit(kit, versions):
-    """Serve `versions` [(version, suite, tarball)] from the fake archive."""
-    archive = {PACKAGE: []}
-    for version, suite, tarball in versions:
-        deb, sha = kit.make_deb(tarball, version)
-        archive[PACKAGE].append({"version": version, "suite": suite, "deb": deb,
-                                 "sha256": sha})
-    kit.fake_apt(archive)
-    return archive
-
-
 def test_import_from_the_archive_when_not_installed(kit):
     installed = kit.do_import()                  # from /usr/src, for comparison
     import shutil
     shutil.rmtree(kit.work)
     kit.fake_dpkg(DEBVER, installed=False)
-    archive_kit(kit, [("9.9.2-1", "sid", kit.tarball), (DEBVER, "trixie", kit.tarball)])
+    kit.serve_archive([("9.9.2-1", "sid", kit.tarball), (DEBVER, "trixie", kit.tarball)])
     res = kit.fork("import", KVER)
     assert res.rc == 0, res
     # the version the series is based on (patches/base), not the newest
@@ -242,7 +231,7 @@ def test_import_from_the_archive_when_not_installed(kit):
 def test_import_a_named_debian_version(kit):
     other = make_tarball(kit.tmp / "other.tar.xz",
                          dict(KERNEL_FILES, README=(0o644, "a newer point release\n")))
-    archive_kit(kit, [("9.9.2-1", "sid", other), (DEBVER, "trixie", kit.tarball)])
+    kit.serve_archive([("9.9.2-1", "sid", other), (DEBVER, "trixie", kit.tarball)])
     res = kit.fork("import", "9.9.2-1", "--update")
     assert res.rc == 0, res
     assert "from sid" in res.err
@@ -256,7 +245,7 @@ def test_import_a_named_debian_version(kit):
 
 def test_archive_unreachable_or_tampered(kit):
     kit.fake_dpkg(DEBVER, installed=False)
-    archive = archive_kit(kit, [(DEBVER, "trixie", kit.tarball)])
+    archive = kit.serve_archive([(DEBVER, "trixie", kit.tarball)])
     kit.env["FAKE_APT_UNREACHABLE"] = "1"
     res = kit.fork("import", KVER, env={"FAKE_APT_UNREACHABLE": "1"})
     assert res.rc == 1

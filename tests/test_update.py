@@ -2,16 +2,7 @@
 
 import re
 
-from conftest import DEBVER, KERNEL_FILES, PACKAGE, make_tarball
-
-
-def serve(kit, versions):
-    archive = {PACKAGE: []}
-    for version, suite, tarball in versions:
-        deb, sha = kit.make_deb(tarball, version)
-        archive[PACKAGE].append({"version": version, "suite": suite, "deb": deb,
-                                 "sha256": sha})
-    kit.fake_apt(archive)
+from conftest import DEBVER, KERNEL_FILES, make_tarball
 
 
 def point_release(kit, name, **changes):
@@ -23,12 +14,12 @@ def point_release(kit, name, **changes):
 
 def test_up_to_date_dry_run_and_update(kit):
     kit.laid_out()
-    serve(kit, [(DEBVER, "bookworm", kit.tarball)])
+    kit.serve_archive([(DEBVER, "bookworm", kit.tarball)])
     res = kit.fork("update", "--no-check")
     assert res.rc == 0, res
     assert re.search(r"^patches +%s +- +up to date$" % DEBVER, res.out, re.M), res
     newer = point_release(kit, "newer.tar.xz", README="a point release\n")
-    serve(kit, [("9.9.1-2", "trixie", newer), (DEBVER, "bookworm", kit.tarball),
+    kit.serve_archive([("9.9.1-2", "trixie", newer), (DEBVER, "bookworm", kit.tarball),
                 ("9.9.0-1", "sid", kit.tarball)])
     before = (kit.repo / "patches" / "base").read_text()
     res = kit.fork("update", "--dry-run")
@@ -50,7 +41,7 @@ def test_conflict_stops_and_moves_nothing(kit):
     text = KERNEL_FILES["fs/ext2/balloc.c"][1].replace("/* balloc line 10 */",
                                                        "/* balloc line 10: fixed upstream */")
     newer = point_release(kit, "conflict.tar.xz", **{"fs/ext2/balloc.c": text})
-    serve(kit, [("9.9.1-2", "trixie", newer)])
+    kit.serve_archive([("9.9.1-2", "trixie", newer)])
     res = kit.fork("update", "--no-check")
     assert res.rc == 1
     assert "CONFLICT: stopped in work/rebase/tree" in res.out

@@ -1,18 +1,9 @@
-"""build: out-of-tree build of one revision with the project's config.
-
-The revision is checked out (detached) in a private git worktree,
-``work/src``, so the user's own checkout is never touched and switching
-between neighbouring commits rebuilds only what changed.  Objects go to
-``work/build/<major.minor>-<flavour>`` (``O=``), compiled through ccache.
-
-The config is ``make allnoconfig`` with the fragments of ``ci/kconfig/``
-forced on (``base.config``, plus ``debug.config`` or ``lockstat.config`` for
-those flavours); afterwards every option a fragment asks for is asserted,
-naming the option that did not stick.
-
-As ktest's PATCHCHECK does, the files a commit touches are recompiled with
-``W=1`` (and sparse, ``C=1``, when installed): a warning located in one of
-those files fails the build.
+"""Building one revision: the config flavours (ci/kconfig fragments merged
+onto allnoconfig and asserted), the private build worktree, the W=1/sparse
+patchcheck, checkpatch, and the store of built images (work/kernels/, by
+sha256, indexed by tree, flavour and config).  The verb's help (cmd_build)
+describes it for the user; kernel.py puts it together with the boot and the
+verdict.
 """
 
 import hashlib

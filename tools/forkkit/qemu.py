@@ -1,15 +1,7 @@
-"""Boot a kernel in QEMU and run a command in the guest; scan the console.
-
-TCG is the default (``-accel tcg,thread=multi -cpu max``): nested KVM on
-these hosts hangs or dies with an emulation failure.  ``--kvm`` opts in, and
-every boot runs under a hard timeout either way.
-
-The guest is a busybox-static initramfs with the project's guest programs in
-/bin; ``--disk IMG`` attaches raw images as /dev/vda, /dev/vdb, ...  The
-command after ``--`` runs under /bin/sh in the guest; its exit status becomes
-this command's exit status.  The console log is kept under work/logs/; a
-panic, Oops, BUG, WARNING, lockdep or KASAN report (or an ext2 error or a
-counter mismatch) in it fails the boot even if the command succeeded.
+"""Booting a kernel in QEMU (TCG unless asked for KVM, always under a hard
+timeout, one guest at a time) with the busybox initramfs and a command, and
+reading the console: the command's exit status, its output, and every kernel
+report, quoted whole.  The verb's help (cmd_boot) describes it for the user.
 """
 
 import os
