@@ -6,6 +6,7 @@ all of it is unit-tested without QEMU (tests/test_bench.py).
 
 import math
 import re
+import statistics
 
 # ---------------------------------------------------------------------------
 # Workloads, sizes and points
@@ -415,11 +416,10 @@ def percpu_counter_locks(classes):
 # Statistics
 
 def median(xs):
-    xs = sorted(xs)
+    xs = list(xs)
     if not xs:
         raise ValueError("median of nothing")
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2.0
+    return statistics.median(xs)
 
 
 def summary(xs):
