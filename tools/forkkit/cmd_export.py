@@ -331,11 +331,12 @@ def check_text(rows, flavour, test, allowed):
         table.append(["%d/%d" % (k, len(rows)), commit[:12]] + vals)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = [
-        "Each commit was checked with `tools/fork check` (config %s, guest test" % flavour,
-        "%s): checkpatch.pl --strict, a W=1 build, a QEMU boot, the ext2 test in" % test,
-        "the guest, e2fsck -fn of its image, and its free block and inode counts",
-        "(superblock = group descriptors = e2fsck = the guest's statfs);",
-        "checkpatch.pl --strict also passes on the mails as sent.",
+        "Each commit was checked (kernel config \"%s\", guest test \"%s\"):" % (flavour, test),
+        "checkpatch.pl --strict, a W=1 and sparse build of the files it touches,",
+        "a QEMU boot, the ext2 test in the guest, e2fsck -fn of its image, and",
+        "its free block and inode counts (superblock = group descriptors =",
+        "e2fsck = the guest's statfs); checkpatch.pl --strict also passes on the",
+        "mails as sent.",
         "",
     ] + [("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths))).rstrip() for r in table]
     if unchecked:
