@@ -462,5 +462,10 @@ def kit(tmp_path, kernel_tarball, monkeypatch, templates):
 def pytest_collection_modifyitems(config, items):
     """Run the real pipeline (test_integration.py: import, branches, check)
     before the other integration tests, which use its kernel tree and
-    branches; the order is otherwise unchanged."""
-    items.sort(key=lambda item: 0 if item.fspath.basename == "test_integration.py" else 1)
+    branches, and its test_verdicts_after_the_mix after all of them; the
+    order is otherwise unchanged."""
+    def key(item):
+        if item.name == "test_verdicts_after_the_mix":
+            return 2
+        return 0 if item.fspath.basename == "test_integration.py" else 1
+    items.sort(key=key)

@@ -116,3 +116,23 @@ def test_boot_reports_guest_status_panic_and_hang():
     assert hang.returncode != 0
     assert "timed out after 25s" in hang.stderr
     assert "console log:" in hang.stderr
+
+
+def test_verdicts_after_the_mix(tmp_path):
+    """Runs last (conftest orders it): by now bench and bisect have built
+    kernels without the W=1/sparse patchcheck in the same work dir, and
+    check has cached its rows.  A forced check of the primary series must
+    give every commit the same verdict as the cached one, booting the very
+    image (same sha256) the cached row names."""
+    cached, forced = tmp_path / "cached.json", tmp_path / "forced.json"
+    p = fork("check", "--json", str(cached))
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = fork("check", "--force", "--json", str(forced))
+    assert p.returncode == 0, p.stdout + p.stderr
+    import json
+    a, b = json.loads(cached.read_text()), json.loads(forced.read_text())
+    assert [r["commit"] for r in a] == [r["commit"] for r in b]
+    for x, y in zip(a, b):
+        assert x["cells"] == y["cells"], (x["commit"], x["cells"], y["cells"])
+        assert x.get("image_sha256") and x["image_sha256"] == y["image_sha256"], x["commit"]
+        assert not y.get("cached")
