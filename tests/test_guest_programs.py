@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 GUEST = REPO / "ci" / "guest"
 PROGS = ["seedload", "stress", "fillspace", "statfsbench", "createbench",
-         "fsreport", "ext2poke"]
+         "fsreport", "ext2poke", "failmount"]
 RESULT_RE = re.compile(r"^RESULT( [a-z][a-z0-9_]*=\S+)+$")
 
 
@@ -144,7 +144,7 @@ def test_usage(bindir, prog):
     ("seedload", "-n"), ("seedload", "-m"), ("seedload", "-b"),
     ("stress", "-p"), ("stress", "-o"), ("stress", "-t"),
     ("fillspace", "-p"), ("statfsbench", "-T"), ("statfsbench", "-t"),
-    ("createbench", "-n"), ("createbench", "-m"),
+    ("createbench", "-n"), ("createbench", "-m"), ("failmount", "-m"),
 ])
 def test_bad_number(bindir, tmp_path, prog, opt):
     for bad in ("abc", "-1", "12x"):
@@ -362,3 +362,17 @@ def test_ext2poke_image(bindir, tmp_path):
     assert run(bindir, "ext2poke", img, "iblock", 2).stdout.strip().isdigit()
     assert run(bindir, "ext2poke", img, "unleak", 0, first, 1).returncode == 1
     assert run(bindir, "ext2poke", img, "bogus").returncode == 2
+
+
+# --- failmount --------------------------------------------------------------
+
+def test_failmount_without_fault_injection(bindir, tmp_path):
+    """Without /proc/thread-self/fail-nth (a kernel without
+    CONFIG_FAULT_INJECTION, as on most hosts) it fails with one line
+    naming the file, and mounts nothing."""
+    if os.path.exists("/proc/thread-self/fail-nth"):
+        pytest.skip("this host kernel has fault injection")
+    proc = run(bindir, "failmount", "/dev/null", tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("FAIL: ") and "/proc/thread-self/fail-nth" in proc.stderr
+    assert "RESULT" not in proc.stdout

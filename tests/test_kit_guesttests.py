@@ -142,3 +142,18 @@ def test_test_key_and_names(kit):
     guesttests.check_test_name("smoke")
     with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress, seed"):
         guesttests.check_test_name("nope")
+
+
+def test_repair_mode_repairs_then_checks(image):
+    """Tests that break the disk on purpose (injected I/O errors) are
+    judged after e2fsck -fy: the repaired disk must be clean and its
+    counts equal; without the repair the same disk fails."""
+    out = subprocess.run(["dumpe2fs", image], capture_output=True, text=True, check=True).stdout
+    block = int(re.search(r"Block bitmap at (\d+)", out).group(1))
+    with open(image, "r+b") as fh:
+        fh.seek(block * 1024)
+        fh.write(b"\x5a" * 1024)
+    assert guesttests.verify_image(image, need_statfs=False)["e2fsck"][0] == "FAIL"
+    res = guesttests.verify_image(image, need_statfs=False, repair=True)
+    assert res["e2fsck"] == ("pass", "e2fsck -fy, then -fn clean"), res
+    assert res["counts"][0] == "pass", res

@@ -22,22 +22,28 @@
 struct fill_result {
 	uint64_t files;
 	uint64_t bytes;
+	uint64_t injected;		/* ENOMEM from an injected fault */
 };
 
 struct fill_conf {
 	const char *dir;
 	size_t bsize;
+	int faults;			/* -f */
 	struct fill_result *res;	/* shared, one per task */
 };
 
 static void print_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: fillspace [-p TASKS] DIR\n"
+		"usage: fillspace [-f] [-p TASKS] DIR\n"
 		"  TASKS tasks (default 2) fill DIR/fill<task>/ with 1 MiB\n"
 		"  files until ENOSPC, then everything is deleted again and\n"
 		"  the free block and inode counts must be back to their\n"
-		"  initial values.\n");
+		"  initial values.\n"
+		"  -f: the fill tasks set /proc/self/make-it-fail (fault\n"
+		"  injection with task-filter set up by the caller): ENOMEM\n"
+		"  from open or write is counted and the task goes on; the\n"
+		"  deletion runs without injected faults.\n");
 }
 
 static void stat_fs(const char *dir, struct statfs *st)
@@ -65,6 +71,12 @@ static int fill_task(int taskno, void *arg)
 		fail_errno("mkdir", dir);
 	if (task_wait_start())
 		return 1;
+	if (c->faults) {
+		fd = open("/proc/self/make-it-fail", O_WRONLY);
+		if (fd < 0 || write(fd, "1", 1) != 1)
+			fail_errno("write", "/proc/self/make-it-fail");
+		close(fd);
+	}
 
 	while (!full) {
 		path_fmt(path, sizeof(path), "%s/f%llu", dir,
@@ -74,6 +86,11 @@ static int fill_task(int taskno, void *arg)
 			/* No inode or directory block left: full as well. */
 			if (errno == ENOSPC)
 				break;
+			if (c->faults && errno == ENOMEM) {
+				r->files++;	/* the name may exist */
+				r->injected++;
+				continue;
+			}
 			fail_errno("open", path);
 		}
 		r->files++;
@@ -89,6 +106,10 @@ static int fill_task(int taskno, void *arg)
 				continue;
 			}
 			written += done;
+			if (c->faults && errno == ENOMEM) {
+				r->injected++;
+				continue;
+			}
 			if (errno != ENOSPC)
 				fail_errno("pwrite", path);
 			if (chunk <= c->bsize) {
@@ -121,7 +142,7 @@ static int delete_task(int taskno, void *arg)
 	for (f = 0; f < r->files; f++) {
 		path_fmt(path, sizeof(path), "%s/f%llu", dir,
 			 (unsigned long long)f);
-		if (unlink(path))
+		if (unlink(path) && !(c->faults && errno == ENOENT))
 			fail_errno("unlink", path);
 	}
 	if (rmdir(dir))
@@ -133,13 +154,16 @@ int main(int argc, char **argv)
 {
 	struct statfs before, full, after;
 	struct fill_conf c = { 0 };
-	uint64_t start, files = 0, bytes = 0;
+	uint64_t start, files = 0, bytes = 0, injected = 0;
 	int opt, ntasks = 2, i, bad = 0;
 
 	prog_name = "fillspace";
 	prog_usage = print_usage;
-	while ((opt = getopt(argc, argv, "hp:")) != -1) {
+	while ((opt = getopt(argc, argv, "hfp:")) != -1) {
 		switch (opt) {
+		case 'f':
+			c.faults = 1;
+			break;
 		case 'p':
 			ntasks = (int)parse_u64(optarg, 'p', 1, MAX_TASKS);
 			break;
@@ -165,6 +189,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < ntasks; i++) {
 		files += c.res[i].files;
 		bytes += c.res[i].bytes;
+		injected += c.res[i].injected;
 	}
 
 	if (run_tasks(ntasks, delete_task, &c, &start))
@@ -186,8 +211,9 @@ int main(int argc, char **argv)
 	if (bad)
 		return 1;
 
-	printf("RESULT prog=fillspace tasks=%d files=%llu bytes=%llu bfree_before=%llu bfree_full=%llu bfree_after=%llu bavail_before=%llu bavail_full=%llu ffree_before=%llu ffree_after=%llu\n",
+	printf("RESULT prog=fillspace tasks=%d files=%llu bytes=%llu injected=%llu bfree_before=%llu bfree_full=%llu bfree_after=%llu bavail_before=%llu bavail_full=%llu ffree_before=%llu ffree_after=%llu\n",
 	       ntasks, (unsigned long long)files, (unsigned long long)bytes,
+	       (unsigned long long)injected,
 	       (unsigned long long)before.f_bfree,
 	       (unsigned long long)full.f_bfree,
 	       (unsigned long long)after.f_bfree,

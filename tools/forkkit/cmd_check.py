@@ -17,6 +17,13 @@ commit of ``distro/<ver>..series/<ver>``), in this order:
   summary = the guest's last statfs (``counts``; a test that reports no
   statfs fails).
 
+Sanitizer flavours (``kcsan``, ``kasan``, ``faults``): those kernels also
+report races, bad accesses and leaks outside ext2.  A report whose stacks
+name a function of fs/ext2 fails the commit.  A report elsewhere that the
+base snapshot shows as well (same flavour and test, this run or its cached
+result) is listed as known, with the base's console log as evidence; any
+other report fails.  The base commit comes first in the default range.
+
 Prints a table and exits non-zero if any cell failed.  Passing results are
 cached by the commit's tree id, config flavour, guest test and its inputs
 (ci/), the kit's code and the QEMU/e2fsprogs versions; each entry names the
@@ -28,7 +35,7 @@ import json
 
 from . import guesttests, kernel
 from .common import Progress, check_output_path, git, require_ktree, rev_parse, which
-from .kbuild import FLAVOURS
+from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
 
@@ -83,7 +90,11 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     series = series or Series()
     rows = []
     preflight_done = False
+    base = rev_parse(series.distro_branch)
     for commit in commits_of(rng, series):
+        known = None
+        if flavour in SANITIZERS:
+            known = "base" if commit == base else base_reports(base, rows, flavour, test, out)
         hit = None if force else kernel.cached_row(commit, flavour, test, prog)
         if hit:
             rows.append(hit)
@@ -95,13 +106,33 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             which("mke2fs", "e2fsprogs")
             which("e2fsck", "e2fsprogs")
             preflight_done = True
-        rows.append(kernel.check_commit(commit, flavour, test, timeout, prog))
+        rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known))
     out(table(rows))
     for r in rows:
+        for rep in r.get("reports", []):
+            if rep["verdict"] == "known":
+                out("%s known report: %s (%s)" % (r["commit"][:12], rep["title"],
+                                                  rep["evidence"]))
         for cell, detail in sorted(r.get("details", {}).items()):
             if r["cells"].get(cell) == "FAIL":
                 out("%s %s: %s" % (r["commit"][:12], cell, detail))
     return rows
+
+
+def base_reports(base, rows, flavour, test, out):
+    """{signature: evidence} of the reports outside ext2 that the base
+    snapshot showed under this flavour and test: from this run's row of
+    the base, else from its cached result; {} (every report fails) when
+    neither exists."""
+    row = next((r for r in rows if r["commit"] == base), None)
+    if row is None:
+        row = kernel.cached(git(["rev-parse", base + "^{tree}"]), flavour, test)
+    if row is None:
+        out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
+            "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
+        return {}
+    return {rep["signature"]: "the base %s shows it too: %s" % (base[:12], row["details"]["boot"])
+            for rep in row.get("reports", []) if rep["verdict"] == "known"}
 
 
 def main(args):

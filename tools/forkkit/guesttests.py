@@ -8,11 +8,30 @@ import re
 
 from .common import ForkError, ensure_dir, repo_root, run, which, wpath
 
+# failslab and fail_page_alloc: quiet, and for every allocation (also
+# those that may sleep, order 0 and highmem); what arms them is up to the
+# test (fail-nth or task-filter with a probability).
+FAULTS_SETUP = """set -e
+d=/sys/kernel/debug
+[ -d $d/failslab ] || { echo "FAIL: no failslab in debugfs: boot a fault injection kernel (--config faults)"; exit 1; }
+for a in failslab fail_page_alloc; do
+	echo 0 > $d/$a/verbose
+	echo N > $d/$a/ignore-gfp-wait
+done
+echo N > $d/fail_page_alloc/ignore-gfp-highmem
+echo 0 > $d/fail_page_alloc/min-order"""
+
 # name -> (image size, mke2fs block size, guest script[, options]). The
 # scripts use the static programs of ci/guest (in the guest's /bin) and
-# busybox.  options: {"expect": [regex, ...]}: kernel reports the test
+# busybox.  options: "expect": [regex, ...]: kernel reports the test
 # provokes on purpose (e.g. an ext2 error it triggers); each must appear in
 # the console, and only console lines matching one of them are excused.
+# "allow": [regex, ...]: reports the test may provoke (injected faults),
+# excused but not required.  "mkfs": extra mke2fs arguments.  "repair":
+# the host runs e2fsck -fy before the checks (the test breaks the
+# filesystem on purpose; what counts is that e2fsck repairs it to a clean
+# state).  "statfs": False when the test's last statfs cannot match the
+# disk (a repair changes the counts).
 TESTS = {
     # create/write/read back/truncate/unlink across directories from 2
     # tasks, statfs in between, then the seed workload in two directories.
@@ -152,9 +171,90 @@ stress -p 2 -o 300 -s 5 /mnt
 fsreport /mnt
 umount /mnt
 """),
+    # fault injection kernels (--config faults).  8192 groups (256 blocks
+    # each): mount with the N-th failslab/fail_page_alloc point of the
+    # mount failing, N = 1, 2, ... until a mount meets no injected fault;
+    # every failed mount returns an error (the errors ext2 prints for it
+    # are allowed), kmemleak must find nothing afterwards (the guest init
+    # scans), and the next mount works.
+    "faults-mount": ("2G", 1024, FAULTS_SETUP + """
+failmount /dev/vda /mnt > /tmp/failmount
+cat /tmp/failmount
+grep -q "failed=[1-9]" /tmp/failmount || { echo "FAIL: no mount failed: nothing was injected"; exit 1; }
+mount -t ext2 /dev/vda /mnt
+stress -p 2 -o 300 -s 3 /mnt
+fsreport /mnt
+umount /mnt
+""", {"mkfs": ["-g", "256", "-N", "65536"], "allow": [r"EXT2-fs \(vda\): error: "]}),
+    # fail_make_request on the test disk (5% of its requests fail) under
+    # writes, reads and deletes from 4 tasks with the page cache dropped
+    # every second, once with errors=continue and once with
+    # errors=remount-ro: ext2 may report errors, the kernel must not
+    # crash or hang, umount must work, and e2fsck -fy must repair the
+    # disk to a clean state (the host checks that).
+    "faults-io": ("64M", 1024, """set -e
+fi=/sys/kernel/debug/fail_make_request
+[ -d $fi ] || { echo "FAIL: no $fi: boot a fault injection kernel (--config faults)"; exit 1; }
+echo 0 > $fi/verbose
+echo 1 > $fi/interval
+echo -1 > $fi/times
+io_load() {
+	end=$(( $(date +%s) + 15 ))
+	for t in 1 2 3 4; do
+		( i=0
+		while [ $(date +%s) -lt $end ]; do
+			dd if=/dev/zero of=$1/f$t.$((i % 7)) bs=4k count=$((i % 13 + 1)) conv=fsync 2>/dev/null || true
+			cat $1/f$t.$(((i + 3) % 7)) > /dev/null 2>&1 || true
+			rm -f $1/f$t.$(((i + 5) % 7)) 2>/dev/null || true
+			i=$((i + 1))
+		done ) &
+	done
+	while [ $(date +%s) -lt $end ]; do
+		echo 3 > /proc/sys/vm/drop_caches
+		sleep 1
+	done
+	wait
+}
+for mode in continue remount-ro; do
+	mount -t ext2 -o errors=$mode /dev/vda /mnt
+	mkdir -p /mnt/$mode
+	echo 1 > /sys/block/vda/make-it-fail
+	echo 5 > $fi/probability
+	io_load /mnt/$mode
+	echo 0 > $fi/probability
+	echo 0 > /sys/block/vda/make-it-fail
+	grep " /mnt " /proc/mounts
+	umount /mnt
+done
+n=$(dmesg | grep -c -e "I/O error" -e "EXT2-fs (vda): error" || true)
+echo "I/O error and ext2 error lines: $n"
+[ "$n" -gt 0 ] || { echo "FAIL: no I/O error was injected"; exit 1; }
+""", {"allow": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
+    # fill to ENOSPC with 3% of the fill tasks' slab and page allocations
+    # failing (after a first fill without faults has every bitmap and
+    # inode table block in the cache), then delete everything: the free
+    # counts must be back exactly where they were (fillspace checks it,
+    # then the host: e2fsck, superblock = descriptors = statfs).
+    "faults-enospc": ("64M", 1024, FAULTS_SETUP + """
+for a in failslab fail_page_alloc; do
+	echo Y > $d/$a/task-filter
+	echo 1 > $d/$a/interval
+	echo -1 > $d/$a/times
+	echo 3 > $d/$a/probability
+done
+mount -t ext2 /dev/vda /mnt
+fillspace -p 3 /mnt
+fillspace -f -p 3 /mnt > /tmp/fill
+cat /tmp/fill
+grep -q "injected=[1-9]" /tmp/fill || { echo "FAIL: no fault was injected"; exit 1; }
+stress -p 2 -o 300 -s 9 /mnt
+fsreport /mnt
+umount /mnt
+"""),
 }
 
-GuestTest = collections.namedtuple("GuestTest", "name size blocksize script expect")
+GuestTest = collections.namedtuple(
+    "GuestTest", "name size blocksize script expect allow mkfs repair need_statfs")
 
 
 def spec(name):
@@ -162,7 +262,9 @@ def spec(name):
     check_test_name(name)
     entry = TESTS[name]
     opts = entry[3] if len(entry) > 3 else {}
-    return GuestTest(name, entry[0], entry[1], entry[2], list(opts.get("expect", [])))
+    return GuestTest(name, entry[0], entry[1], entry[2], list(opts.get("expect", [])),
+                     list(opts.get("allow", [])), list(opts.get("mkfs", [])),
+                     bool(opts.get("repair")), opts.get("statfs", True))
 
 
 def test_key(name):
@@ -178,12 +280,13 @@ def test_key(name):
     return h.hexdigest()[:16]
 
 
-def make_image(path, size, blocksize, log=None):
+def make_image(path, size, blocksize, log=None, mkfs_args=()):
     which("mke2fs", "e2fsprogs")
     ensure_dir(os.path.dirname(path))
     if os.path.exists(path):
         os.unlink(path)
-    run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", str(blocksize), path, size], log=log)
+    run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", str(blocksize)] + list(mkfs_args)
+        + [path, size], log=log)
     return path
 
 
@@ -231,7 +334,7 @@ def group_sums(image):
 E2FSCK_SUMMARY_RE = re.compile(r": (\d+)/(\d+) files \([^)]*\), (\d+)/(\d+) blocks$", re.M)
 
 
-def verify_image(image, reports=(), log=None, need_statfs=True):
+def verify_image(image, reports=(), log=None, need_statfs=True, repair=False):
     """Host-side verdict on a guest test's disk: {"e2fsck": (cell, detail),
     "counts": (cell, detail)}.
 
@@ -241,22 +344,34 @@ def verify_image(image, reports=(), log=None, need_statfs=True):
     and inodes must equal the sums over the group descriptors, e2fsck's
     summary line, and the guest's last statfs (fsreport).  A test that
     printed no fsreport line fails (the comparison must run) unless
-    need_statfs is False (bench and frag workloads, which have none)."""
+    need_statfs is False (bench and frag workloads, which have none).
+    With `repair`, `e2fsck -fy` runs first and must exit 0 or 1 (errors
+    corrected); the checks above then hold for the repaired disk."""
     which("e2fsck", "e2fsprogs")
     which("dumpe2fs", "e2fsprogs")
+    out = {}
+    if repair:
+        fix = run(["e2fsck", "-fy", image], check=False)
+        if log:
+            with open(log, "a") as fh:
+                fh.write("$ e2fsck -fy %s\n%s%s" % (image, fix.stdout, fix.stderr))
+        if fix.returncode not in (0, 1):
+            out["e2fsck"] = ("FAIL", "e2fsck -fy exit %d: the repair did not finish (%s)"
+                             % (fix.returncode, (fix.stdout + fix.stderr).strip()[-300:]))
+            out["counts"] = ("-", "not compared: no repaired disk")
+            return out
     proc = run(["e2fsck", "-fn", image], check=False)
     if log:
         with open(log, "a") as fh:
             fh.write("$ e2fsck -fn %s\n%s%s" % (image, proc.stdout, proc.stderr))
-    out = {}
     if proc.returncode != 0:
         # the problems, not the "Pass N: ..." progress lines or the version banner
         lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines()
                  if l.strip() and not re.match(r"(Pass \d+[A-Z]?: |e2fsck \d)", l)]
-        out["e2fsck"] = ("FAIL", "e2fsck -fn exit %d: %s" % (proc.returncode,
-                                                            "; ".join(lines[:4])))
+        out["e2fsck"] = ("FAIL", "e2fsck -fn exit %d%s: %s" % (
+            proc.returncode, " after e2fsck -fy" if repair else "", "; ".join(lines[:4])))
     else:
-        out["e2fsck"] = ("pass", "e2fsck -fn clean")
+        out["e2fsck"] = ("pass", "e2fsck -fy, then -fn clean" if repair else "e2fsck -fn clean")
     c = dumpe2fs_counts(image)
     seen = [("superblock", c["sb_blocks"], c["sb_inodes"]),
             ("group descriptors", c["group_blocks"], c["group_inodes"])]
@@ -266,7 +381,7 @@ def verify_image(image, reports=(), log=None, need_statfs=True):
                      int(m.group(2)) - int(m.group(1))))
     else:
         seen.append(("e2fsck", None, None))
-    fs = [r for r in reports if r.get("prog") == "fsreport"]
+    fs = [r for r in reports if r.get("prog") == "fsreport"] if need_statfs else []
     if fs:
         try:
             seen.append(("guest statfs", int(fs[-1]["bfree"]), int(fs[-1]["ffree"])))
@@ -289,7 +404,7 @@ def verify_image(image, reports=(), log=None, need_statfs=True):
 
 def fsck(image, reports=(), log=None, need_statfs=True):
     """verify_image() as one error string, or None when all is well."""
-    res = verify_image(image, reports, log, need_statfs)
+    res = verify_image(image, reports, log, need_statfs=need_statfs)
     errs = [detail for cell, detail in res.values() if cell != "pass"]
     return "; ".join(errs) or None
 

@@ -22,7 +22,15 @@ FLAVOURS = {
     "base": ["base.config"],
     "debug": ["base.config", "debug.config"],
     "lockstat": ["base.config", "lockstat.config"],
+    "kcsan": ["base.config", "kcsan.config"],
+    "kasan": ["base.config", "kasan.config"],
+    # only to measure inline against outline KASAN (CHECKS.md)
+    "kasan-inline": ["base.config", "kasan.config", "kasan-inline.config"],
+    "faults": ["base.config", "faults.config"],
 }
+# Flavours whose kernels report races, bad accesses or leaks outside
+# ext2 as well: reports there are judged by kernel.judge_reports().
+SANITIZERS = ("kcsan", "kasan", "kasan-inline", "faults")
 BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
               ("bc", "bc"), ("cpio", "cpio")]
 
@@ -87,10 +95,15 @@ def parse_fragment(path):
 
 
 def fragment_options(flavour):
-    opts = []
+    """The flavour's options; a later fragment's value for a symbol
+    replaces an earlier one's."""
+    opts = {}
     for name in FLAVOURS[flavour]:
-        opts += parse_fragment(os.path.join(repo_root(), "ci", "kconfig", name))
-    return opts
+        for sym, val, if_present in parse_fragment(os.path.join(repo_root(), "ci", "kconfig",
+                                                                name)):
+            opts.pop(sym, None)
+            opts[sym] = (sym, val, if_present)
+    return list(opts.values())
 
 
 def kconfig_defines(src, symbol):
@@ -371,7 +384,8 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
             stored, sha = store_image(image)
             entry = {"image": stored, "sha256": sha, "commit": commit, "tree": tree,
                      "flavour": flavour, "config_key": config_key, "build_key": build_key(),
-                     "patchcheck": False, "log": log}
+                     "patchcheck": False, "log": log,
+                     "ext2_symbols": defined_functions(bdir, "fs/ext2")}
             write_index(ipath, entry)
         if do_patchcheck and not entry.get("patchcheck"):
             warnings = patchcheck(src, bdir, commit, jobs, log, prog)
@@ -385,7 +399,27 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
     return BuildResult(rev=rev, commit=commit, tree=tree, flavour=flavour, bdir=bdir,
                        image=entry["image"], image_sha256=entry["sha256"],
                        config_key=config_key, patchcheck=entry["patchcheck"], log=log,
+                       ext2_symbols=entry.get("ext2_symbols", []),
                        seconds=secs, warnings=warnings, version=ver)
+
+
+def defined_functions(bdir, subdir):
+    """Sorted names of the functions the objects in `subdir` of the build
+    define (static ones included, without .isra/.constprop suffixes): what
+    a kernel report's stack is matched against to tell whether it is in
+    that code."""
+    top = os.path.join(bdir, subdir)
+    objs = sorted(os.path.join(top, f) for f in os.listdir(top)
+                  if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
+    if not objs:
+        return []
+    proc = run(["nm", "--defined-only"] + objs, check=False)
+    names = set()
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTwW":
+            names.add(parts[2].split(".", 1)[0])
+    return sorted(names)
 
 
 # checkpatch as a maintainer with a full tree runs it.  The imported

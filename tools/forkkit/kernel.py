@@ -24,7 +24,7 @@ import os
 import re
 import time
 
-from . import guesttests
+from . import guesttests, reports
 from .common import ForkError, ensure_dir, git, new_log, run, wpath
 from .kbuild import build, run_checkpatch
 from .qemu import failure_message, run_guest
@@ -85,22 +85,42 @@ def cached(tree, flavour, test):
     return row
 
 
-def run_test(image, test, timeout, prog, log, label):
+def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()):
     """Boot `image` with guest test `test`; return {"cells", "details",
-    "results"} for boot, test, e2fsck and counts."""
+    "results", "reports"} for boot, test, e2fsck and counts.
+
+    With `known` None every kernel report fails the boot.  For sanitizer
+    kernels `known` is "base" or {signature: evidence} and the reports are
+    judged by reports.judge() against `ext2_symbols`."""
     spec = guesttests.spec(test)
+    if known is not None and not ext2_symbols:
+        raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
+                        "told apart; rebuild it (`tools/fork build --force`)" % image)
     cells = {"boot": "-", "test": "-", "e2fsck": "-", "counts": "-"}
     details = {}
     disk = guesttests.image_path("%s-%d" % (label, os.getpid()))
-    guesttests.make_image(disk, spec.size, spec.blocksize, log=log)
+    guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs)
     boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
                      log=log + ".console", label=label)
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
-    excused = [p for p in boot.problems if any(e.search(p) for e in expected)]
+    allowed = [re.compile(e) for e in spec.expect + spec.allow]
+    excused = [p for p in boot.problems if any(e.search(p) for e in allowed)]
     missing = [e.pattern for e in expected if not any(e.search(p) for p in boot.problems)]
     boot.problems = [p for p in boot.problems if p not in excused]
+    judged = []
+    failing = None
+    if known is not None:
+        found = [r for r in reports.parse(boot.log)
+                 if not any(e.search(r.first_line) for e in allowed)]
+        failing, excused_reports = reports.judge(found, ext2_symbols, known)
+        boot.problems = [r.first_line for r in failing]
+        judged = [dict(r.as_dict(), verdict="FAIL") for r in failing] + \
+            [dict(r.as_dict(), verdict="known", evidence=ev) for r, ev in excused_reports]
+        if excused_reports:
+            details["known reports"] = "; ".join(
+                "%s (%s)" % (r.title, ev) for r, ev in excused_reports[:5])
     cells["boot"] = "pass" if started and not boot.problems and not boot.error else "FAIL"
     details["boot"] = boot.log
     if excused:
@@ -109,12 +129,22 @@ def run_test(image, test, timeout, prog, log, label):
         cells["test"] = "pass"
     else:
         cells["test"] = "FAIL"
-        details["test"] = failure_message(boot) if not boot.ok else \
-            "the test's expected kernel report did not appear: %s (console log: %s)" \
-            % (", ".join(missing), boot.log)
+        if failing and not boot.error:
+            r = failing[0]
+            details["test"] = "%s report%s (console log: %s):\n%s" % (
+                "ext2" if r.in_code(set(ext2_symbols)) else "kernel (not shown by the base)",
+                "" if len(failing) == 1 else " (and %d more)" % (len(failing) - 1),
+                boot.log, r.text())
+        elif not boot.ok:
+            details["test"] = failure_message(boot)
+        else:
+            details["test"] = "the test's expected kernel report did not appear: %s " \
+                "(console log: %s)" % (", ".join(missing), boot.log)
     results = guesttests.results(boot.output)
     if started and boot.error is None:
-        for cell, (verdict, detail) in guesttests.verify_image(disk, results, log=log).items():
+        for cell, (verdict, detail) in guesttests.verify_image(
+                disk, results, log=log, need_statfs=spec.need_statfs,
+                repair=spec.repair).items():
             cells[cell] = verdict
             details[cell] = detail
     if all(v == "pass" for v in cells.values()):
@@ -122,12 +152,13 @@ def run_test(image, test, timeout, prog, log, label):
             os.unlink(disk)
     else:
         details["disk"] = disk
-    return {"cells": cells, "details": details, "results": results}
+    return {"cells": cells, "details": details, "results": results, "reports": judged}
 
 
-def check_commit(commit, flavour, test, timeout, prog):
+def check_commit(commit, flavour, test, timeout, prog, known=None):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
-    counts for one commit; a passing row is cached."""
+    counts for one commit; a passing row is cached.  `known`: see
+    run_test()."""
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
@@ -149,10 +180,12 @@ def check_commit(commit, flavour, test, timeout, prog):
         row["cells"]["build"] = "pass"
         row["details"]["build"] = res.log
         row.update(image=res.image, image_sha256=res.image_sha256, config_key=res.config_key)
-        out = run_test(res.image, test, timeout, prog, log, "check")
+        out = run_test(res.image, test, timeout, prog, log, "check", known=known,
+                       ext2_symbols=res.ext2_symbols)
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]
+        row["reports"] = out["reports"]
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
     if row["passed"]:

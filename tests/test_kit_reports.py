@@ -1,0 +1,171 @@
+"""reports: kernel reports split out of a console log, told apart by
+whether they are in ext2's code, and judged against the base's reports
+(the sanitizer flavours' rule)."""
+
+import json
+
+import pytest
+
+from forkkit import kbuild, kernel, reports
+from forkkit.common import ForkError
+
+EXT2 = ["ext2_new_blocks", "ext2_try_to_allocate_with_rsv", "try_to_extend_reservation",
+        "find_next_reservable_window", "ext2_fill_super", "ext2_statfs"]
+
+# 7.3's spelling (kernel/kcsan/report.c, mm/kmemleak.c), cut short.
+CONSOLE = """\
+[    1.000000] Run /init as init process
+FORK-GUEST-START 7.3.4-forkkit cpus=2
+[   20.100000] ==================================================================
+[   20.100001] BUG: KCSAN: data-race in ext2_try_to_allocate_with_rsv / try_to_extend_reservation
+[   20.100002]
+[   20.100003] write to 0xffff888004a3c0d8 of 8 bytes by task 95 on cpu 1:
+[   20.100004]  try_to_extend_reservation+0x1c5/0x210
+[   20.100005]  ext2_try_to_allocate_with_rsv+0x3a0/0x6f0
+[   20.100006]  ext2_new_blocks+0x4b2/0xa30
+[   20.100007]
+[   20.100008] read to 0xffff888004a3c0d8 of 8 bytes by task 96 on cpu 0:
+[   20.100009]  ext2_try_to_allocate_with_rsv+0x2f1/0x6f0
+[   20.100010]  ext2_new_blocks+0x4b2/0xa30
+[   20.100011]
+[   20.100012] Reported by Kernel Concurrency Sanitizer on:
+[   20.100013] CPU: 0 UID: 0 PID: 96 Comm: stress Not tainted 7.3.4-forkkit #1
+[   20.100014] ==================================================================
+[   31.000000] ==================================================================
+[   31.000001] BUG: KCSAN: data-race in tick_nohz_idle_stop_tick / tick_sched_do_timer
+[   31.000002]
+[   31.000003] write to 0xffffffff82a4c3e0 of 4 bytes by interrupt on cpu 1:
+[   31.000004]  tick_sched_do_timer+0x4c/0x120
+[   31.000005]  tick_nohz_handler+0x3a/0x190
+[   31.000006]
+[   31.000007] read to 0xffffffff82a4c3e0 of 4 bytes by task 0 on cpu 0:
+[   31.000008]  tick_nohz_idle_stop_tick+0x80/0x3c0
+[   31.000009]  do_idle+0x10a/0x180
+[   31.000010]
+[   31.000011] value changed: 0x00000001 -> 0x00000000
+[   31.000012] ==================================================================
+[   40.000000] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
+FORK-KMEMLEAK-BEGIN
+unreferenced object 0xffff888006a40000 (size 65536):
+  comm "failmount", pid 88, jiffies 4294897296
+  hex dump (first 32 bytes):
+    00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00  ................
+  backtrace (crc 0):
+    [<ffffffff812c3a4e>] __kmalloc_large_node_noprof+0x10e/0x140
+    [<ffffffff812c8f21>] __kvmalloc_node_noprof+0x61/0x120
+    [<ffffffff81484c21>] ext2_fill_super+0x7a1/0x1300
+    [<ffffffff813421bc>] get_tree_bdev_flags+0x15c/0x220
+unreferenced object 0xffff888003b1c200 (size 192):
+  comm "swapper/0", pid 1, jiffies 4294892000
+  backtrace (crc 5e1c):
+    [<ffffffff812c1a0e>] kmalloc_trace_noprof+0x21e/0x300
+    [<ffffffff815d11a2>] acpi_ds_init_one_object+0x82/0x120
+FORK-KMEMLEAK-END
+FORK-EXIT-STATUS: 0
+"""
+
+
+@pytest.fixture
+def console(tmp_path):
+    path = tmp_path / "console.log"
+    path.write_text(CONSOLE)
+    return str(path)
+
+
+def test_parse_splits_reports(console):
+    found = reports.parse(console)
+    assert [r.kind for r in found] == ["console", "console", "kmemleak", "kmemleak"]
+    kcsan = found[0]
+    assert kcsan.title == ("BUG: KCSAN: data-race in ext2_try_to_allocate_with_rsv / "
+                           "try_to_extend_reservation")
+    assert "try_to_extend_reservation" in kcsan.symbols
+    # the whole block, from the ===== line to the closing one, is one report
+    assert kcsan.lines[0].endswith("=" * 66) and kcsan.lines[-1].endswith("=" * 66)
+    assert "Reported by Kernel Concurrency Sanitizer" in kcsan.text()
+    leak = found[2]
+    assert leak.title == ("kmemleak: unreferenced object (size 65536) from ext2_fill_super "
+                          "< get_tree_bdev_flags")
+    # the "N new suspected memory leaks" line is told by the objects
+    assert not any("new suspected memory leaks" in r.title for r in found)
+
+
+def test_ext2_reports_always_fail(console):
+    found = reports.parse(console)
+    failing, known = reports.judge(found, EXT2, "base")
+    assert [r.title for r in failing] == [found[0].title, found[2].title]
+    assert [r.title for r, _ in known] == [found[1].title, found[3].title]
+
+
+def test_reports_elsewhere_need_the_base(console):
+    found = reports.parse(console)
+    failing, known = reports.judge(found, EXT2, {})
+    assert len(failing) == 4 and not known
+    base = {found[1].signature: "the base shows it too"}
+    failing, known = reports.judge(found, EXT2, base)
+    assert [r.title for r, _ in known] == [found[1].title]
+    assert known[0][1] == "the base shows it too"
+
+
+def test_signature_is_the_same_in_another_boot(console, tmp_path):
+    other = tmp_path / "other.log"
+    other.write_text(CONSOLE.replace("[   31.0000", "[  131.4567")
+                     .replace("0xffffffff82a4c3e0", "0xffffffff82b00000")
+                     .replace("0x4c/0x120", "0x50/0x120")
+                     .replace("pid 1,", "pid 7,").replace("task 0 on cpu 0", "task 3 on cpu 1"))
+    a = reports.parse(console)
+    b = reports.parse(str(other))
+    assert [r.signature for r in a] == [r.signature for r in b]
+    assert a[0].signature != a[1].signature
+
+
+def test_without_ext2_symbols_nothing_is_judged(tmp_path):
+    """A build without the list of ext2's functions would let every report
+    pass as 'elsewhere' on the base: refused."""
+    with pytest.raises(ForkError, match="functions fs/ext2 defines"):
+        kernel.run_test(str(tmp_path / "bzImage"), "smoke", 10, None, str(tmp_path / "log"),
+                        "t", known="base", ext2_symbols=[])
+
+
+def test_sanitizer_flavours_exist_and_override():
+    for name in ("kcsan", "kasan", "kasan-inline", "faults"):
+        assert name in kbuild.FLAVOURS and name in kbuild.SANITIZERS
+    opts = {s: v for s, v, _ in kbuild.fragment_options("kasan-inline")}
+    assert opts["CONFIG_KASAN_INLINE"] == "y" and opts["CONFIG_KASAN_OUTLINE"] == "n"
+    opts = {s: v for s, v, _ in kbuild.fragment_options("kcsan")}
+    assert opts["CONFIG_KCSAN"] == "y" and opts["CONFIG_KCSAN_REPORT_VALUE_CHANGE_ONLY"] == "n"
+    assert "CONFIG_KASAN" not in opts       # KCSAN and KASAN exclude each other
+
+
+def test_defined_functions(tmp_path):
+    """The ext2 list comes from nm of the build's objects: static
+    functions too, without the compiler's .isra/.constprop suffixes."""
+    import shutil
+    import subprocess
+    if not shutil.which("gcc") or not shutil.which("nm"):
+        pytest.skip("gcc or nm not available")
+    d = tmp_path / "fs" / "ext2"
+    d.mkdir(parents=True)
+    (d / "balloc.c").write_text("static int helper(int x) { return x * 3; }\n"
+                                "int ext2_thing(int x) { return helper(x) + 1; }\n"
+                                "int ext2_data = 1;\n")
+    subprocess.run(["gcc", "-O0", "-c", "-o", str(d / "balloc.o"), str(d / "balloc.c")],
+                   check=True)
+    assert kbuild.defined_functions(str(tmp_path), "fs/ext2") == ["ext2_thing", "helper"]
+    assert kbuild.defined_functions(str(tmp_path), "fs/ext4") == []
+
+
+def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
+    from forkkit import cmd_check
+    rows = [{"commit": "b" * 40, "details": {"boot": "/logs/base.console"},
+             "reports": [{"signature": "S1", "verdict": "known", "title": "t1"},
+                         {"signature": "S2", "verdict": "FAIL", "title": "t2"}]}]
+    got = cmd_check.base_reports("b" * 40, rows, "kcsan", "stress", print)
+    assert list(got) == ["S1"] and "/logs/base.console" in got["S1"]
+    notes = []
+    monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
+    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    assert cmd_check.base_reports("c" * 40, [], "kcsan", "stress", notes.append) == {}
+    assert "has no kcsan/stress result" in notes[0]
+    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: json.loads(
+        json.dumps(rows[0])))
+    assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
