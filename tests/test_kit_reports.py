@@ -169,3 +169,25 @@ def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: json.loads(
         json.dumps(rows[0])))
     assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
+
+
+def test_markdown_names_what_produced_each_row():
+    from forkkit import cmd_check
+
+    class S:
+        rel = "patches"
+    row = {"commit": "a" * 40, "subject": "ext2: x | y", "seconds": 12.3, "kit": "k1",
+           "image_sha256": "f" * 64, "tools": {"qemu": "QEMU 7.2"},
+           "cells": {c: "pass" for c in kernel.CELLS},
+           "details": {"boot": "/l/console"},
+           "reports": [{"title": "BUG: KCSAN: data-race in a / b", "verdict": "known",
+                        "evidence": "the base shows it too: /l/base"}]}
+    bad = dict(row, commit="b" * 40, cells=dict(row["cells"], test="FAIL"),
+               details={"test": "ext2 report (console log: /l/c2):\nBUG: KCSAN: ..."},
+               reports=[])
+    md = cmd_check.markdown([row, bad], S(), "kcsan", "stress")
+    assert md.startswith("`tools/fork check --series patches --config kcsan --test stress`")
+    assert "| aaaaaaaaaaaa | ext2: x \\| y | pass |" in md
+    assert "ffffffffffffffff | k1 |" in md and "qemu: QEMU 7.2" in md
+    assert "- aaaaaaaaaaaa: BUG: KCSAN: data-race in a / b (the base shows it too: /l/base)" in md
+    assert "- bbbbbbbbbbbb test: ext2 report (console log: /l/c2):" in md

@@ -54,6 +54,8 @@ def add_arguments(p):
     p.add_argument("--force", action="store_true", help="ignore cached results")
     p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
     p.add_argument("--json", help="also write the results as JSON to this file")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the table as markdown (with what produced it) to this file")
 
 
 def commits_of(rng, series):
@@ -135,12 +137,43 @@ def base_reports(base, rows, flavour, test, out):
             for rep in row.get("reports", []) if rep["verdict"] == "known"}
 
 
+def markdown(rows, series, flavour, test):
+    """The table as markdown, with what produced each row: the booted
+    image's sha256, the kit's code hash and the QEMU/e2fsprogs versions."""
+    out = ["`tools/fork check --series %s --config %s --test %s`" % (series.rel, flavour, test),
+           "", "| commit | subject | %s | time | image sha256 | kit |" % " | ".join(CELLS),
+           "|---|---|%s---|---|---|---|" % ("---|" * len(CELLS))]
+    for r in rows:
+        out.append("| %s | %s | %s | %.0f s%s | %s | %s |" % (
+            r["commit"][:12], r["subject"].replace("|", "\\|")[:60],
+            " | ".join(r["cells"].get(c, "-") for c in CELLS), r["seconds"],
+            " (cached)" if r.get("cached") else "", (r.get("image_sha256") or "-")[:16],
+            r.get("kit", "-")))
+    tools = sorted({"%s: %s" % kv for r in rows for kv in r.get("tools", {}).items()})
+    if tools:
+        out += ["", "Tools: " + "; ".join(tools) + "."]
+    known = ["- %s: %s (%s)" % (r["commit"][:12], rep["title"], rep["evidence"])
+             for r in rows for rep in r.get("reports", []) if rep["verdict"] == "known"]
+    failed = ["- %s %s: %s" % (r["commit"][:12], cell, detail.splitlines()[0])
+              for r in rows for cell, detail in sorted(r.get("details", {}).items())
+              if r["cells"].get(cell) == "FAIL"]
+    if known:
+        out += ["", "Known reports (outside ext2, shown by the base as well):", ""] + known
+    if failed:
+        out += ["", "Failures:", ""] + failed
+    return "\n".join(out) + "\n"
+
+
 def main(args):
-    if args.json:
-        check_output_path(args.json, "--json")
-    rows = run_check(args.range, Series(args.series), args.config, args.test, args.force,
-                     args.timeout)
+    for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
+        if path:
+            check_output_path(path, what)
+    series = Series(args.series)
+    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown(rows, series, args.config, args.test))
     return 0 if all(r["passed"] for r in rows) else 1

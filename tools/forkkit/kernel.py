@@ -115,6 +115,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         found = [r for r in reports.parse(boot.log)
                  if not any(e.search(r.first_line) for e in allowed)]
         failing, excused_reports = reports.judge(found, ext2_symbols, known)
+        failing.sort(key=lambda r: not r.in_code(set(ext2_symbols)))   # ext2's first
         boot.problems = [r.first_line for r in failing]
         judged = [dict(r.as_dict(), verdict="FAIL") for r in failing] + \
             [dict(r.as_dict(), verdict="known", evidence=ev) for r, ev in excused_reports]

@@ -1,0 +1,94 @@
+"""Integration: the sanitizer flavours catch what they are there for.
+
+On the primary series (series/<ver> of patches/, imported by the
+integration tests before), a scratch commit with one of the test faults
+of tests/data is checked under its flavour and must fail for exactly that
+reason:
+
+* racy-rsv-end.patch (a reservation window extended after the group lock
+  is dropped) under ``--config kcsan --test stress``: a KCSAN data race in
+  fs/ext2;
+* leak-mount.patch (the per-group reservation roots not freed when mount
+  fails) under ``--config faults --test faults-mount``: a kmemleak report of
+  an object ext2_fill_super() allocated.
+
+The series head itself passes faults-mount (the control).  Runs only with
+FORK_INTEGRATION=1: a warm-ccache build of each flavour and three boots.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from test_integration import TOP, fork, kver
+
+pytestmark = pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
+                                reason="integration tests need FORK_INTEGRATION=1 "
+                                       "(tools/test sets it)")
+DATA = Path(__file__).resolve().parent / "data"
+IDENT = {"GIT_AUTHOR_NAME": "Fork Kit Tests", "GIT_AUTHOR_EMAIL": "fork-kit@localhost",
+         "GIT_AUTHOR_DATE": "1735689600 +0000", "GIT_COMMITTER_NAME": "Fork Kit Tests",
+         "GIT_COMMITTER_EMAIL": "fork-kit@localhost", "GIT_COMMITTER_DATE": "1735689600 +0000"}
+
+
+def ktree():
+    import sys
+    sys.path.insert(0, os.path.join(TOP, "tools"))
+    from forkkit.common import ktree as kt
+    return kt()
+
+
+def git(*args, env=None):
+    proc = subprocess.run(["git"] + list(args), cwd=ktree(), capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})))
+    assert proc.returncode == 0, (args, proc.stderr)
+    return proc.stdout.strip()
+
+
+def fault_commit(patch, tmp_path):
+    """A commit (no branch) of `patch` on top of the primary series' head."""
+    head = git("rev-parse", "--verify", "refs/heads/series/%s" % kver("patches"))
+    index = {"GIT_INDEX_FILE": str(tmp_path / "index")}
+    git("read-tree", head, env=index)
+    git("apply", "--cached", str(DATA / patch), env=index)
+    tree = git("write-tree", env=index)
+    subject = re.search(r"^Subject: \[PATCH\] (.*)$", (DATA / patch).read_text(), re.M).group(1)
+    return git("commit-tree", tree, "-p", head, "-m", subject, env=dict(IDENT, **index))
+
+
+def check_one(rev, flavour, test, tmp_path):
+    out = tmp_path / ("%s-%s.json" % (flavour, test))
+    p = fork("check", rev, "--config", flavour, "--test", test, "--json", str(out))
+    rows = json.loads(out.read_text())
+    assert len(rows) == 1, p.stdout
+    return p, rows[0]
+
+
+def test_kcsan_catches_the_racy_window_extension(tmp_path):
+    commit = fault_commit("racy-rsv-end.patch", tmp_path)
+    p, row = check_one(commit, "kcsan", "stress", tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert row["cells"]["build"] == "pass" and row["cells"]["test"] == "FAIL", row["cells"]
+    detail = row["details"]["test"]
+    assert detail.startswith("ext2 report"), detail
+    assert "BUG: KCSAN: data-race in" in detail and "try_to_extend_reservation" in detail, detail
+
+
+def test_faults_mount_passes_on_the_series_and_catches_the_leak(tmp_path):
+    head = "series/%s" % kver("patches")
+    p, row = check_one(head, "faults", "faults-mount", tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    assert any(r.get("prog") == "failmount" and int(r["failed"]) > 0
+               for r in row["results"]), row["results"]
+
+    commit = fault_commit("leak-mount.patch", tmp_path)
+    p, row = check_one(commit, "faults", "faults-mount", tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert row["cells"]["test"] == "FAIL", row["cells"]
+    detail = row["details"]["test"]
+    assert detail.startswith("ext2 report"), detail
+    assert "unreferenced object" in detail and "ext2_fill_super" in detail, detail
