@@ -49,3 +49,24 @@ def test_conflict_stops_and_moves_nothing(kit):
     assert {k: v for k, v in kit.refs().items() if "series/" in k or "topic/" in k} == \
         {k: v for k, v in refs.items() if "series/" in k or "topic/" in k}
     assert kit.fork("rebase", "--abort").rc == 0
+
+
+def test_update_to_one_point_release_at_a_time(kit):
+    kit.laid_out()
+    p1 = point_release(kit, "p1.tar.xz", README="point release 1\n")
+    p2 = point_release(kit, "p2.tar.xz", README="point release 2\n")
+    kit.serve_archive([("9.9.1-3", "sid", p2), ("9.9.1-2", "trixie", p1),
+                       (DEBVER, "bookworm", kit.tarball)])
+    res = kit.fork("update", "--to", "9.9.1-2", "--no-check")  # the only series
+    assert res.rc == 0, res
+    assert re.search(r"^patches +%s +9\.9\.1-2 +updated$" % DEBVER, res.out, re.M), res
+    assert kit.git("show", "series/9.9:README") == "point release 1"
+    res = kit.fork("update", "--series", "patches", "--to", "9.9.1-2", "--no-check")
+    assert res.rc == 1 and "not newer than" in res.err and "Traceback" not in res.err, res
+    res = kit.fork("update", "--series", "patches", "--to", "9.9.7-1", "--no-check")
+    assert res.rc == 1 and "not in the archive" in res.err and "9.9.1-3" in res.err, res
+    # the update rewrote patches/ (the user commits it before the next one)
+    kit.commit_repo("update 1")
+    res = kit.fork("update", "--series", "patches", "--no-check")
+    assert res.rc == 0 and re.search(r"9\.9\.1-2 +9\.9\.1-3 +updated$", res.out, re.M), res
+    assert kit.git("show", "series/9.9:README") == "point release 2"

@@ -1,11 +1,13 @@
 """update: follow Debian's point releases of each series' kernel.
 
-    tools/fork update [--series DIR ...] [--dry-run] [--no-check]
+    tools/fork update [--series DIR ...] [--to VERSION] [--dry-run] [--no-check]
 
 For each series (default: the primary one and every backport) the archive
 is asked -- through the private apt state of ``import`` -- for the newest
 ``linux-source-<major.minor>`` that is newer than the series' base
-(``dpkg --compare-versions``).  If there is one, the series is moved there
+(``dpkg --compare-versions``), or for exactly the Debian version ``--to``
+names (one point release at a time, e.g. to check each in turn).  If there
+is one, the series is moved there
 as ``rebase --onto <version> --archive`` does it, in place: import, replay
 every patch, lay the branches out, range-diff, then ``check``.
 
@@ -29,6 +31,8 @@ HELP = "move each series to Debian's newest point release of its kernel (rebase 
 def add_arguments(p):
     p.add_argument("--series", action="append", default=[], metavar="DIR",
                    help="only this series directory (repeatable; default: all)")
+    p.add_argument("--to", metavar="VERSION",
+                   help="this Debian version (e.g. 6.12.117-1) instead of the newest")
     p.add_argument("--dry-run", action="store_true",
                    help="only say what would be updated")
     p.add_argument("--check", action=argparse.BooleanOptionalAction, default=True,
@@ -44,10 +48,21 @@ def newer(a, b):
     return run(["dpkg", "--compare-versions", a, "gt", b], check=False).returncode == 0
 
 
-def newest_for(series, prog, refresh):
+def newest_for(series, prog, refresh, to=None):
     debian.update(prog, refresh)
     current = series.base["version"]
-    cands = [(v, s) for v, s in debian.versions(series.package) if newer(v, current)]
+    found = debian.versions(series.package)
+    if to:
+        match = [(v, s) for v, s in found if v == to]
+        if not match:
+            raise ForkError("%s %s is not in the archive (it has %s): name one of those with "
+                            "--to" % (series.package, to,
+                                      ", ".join(v for v, _ in found) or "no version"))
+        if not newer(to, current):
+            raise ForkError("%s is not newer than %s's base %s: update only moves forward "
+                            "(`rebase --onto` moves anywhere)" % (to, series.rel, current))
+        return match[0]
+    cands = [(v, s) for v, s in found if newer(v, current)]
     if not cands:
         return None
     best = cands[0]
@@ -68,9 +83,12 @@ def main(args):
     prog = Progress("update")
     require_ktree()
     chosen = [series_mod.Series(d.rstrip("/")) for d in args.series] or series_mod.all_series()
+    if args.to and len(chosen) != 1:
+        raise ForkError("--to names one Debian version: say which series it is for "
+                        "(--series DIR)")
     rows, status = [], 0
     for n, s in enumerate(chosen):
-        found = newest_for(s, prog, args.refresh and n == 0)
+        found = newest_for(s, prog, args.refresh and n == 0, args.to)
         if found is None:
             rows.append([s.rel, s.base["version"], "-", "up to date"])
             continue
