@@ -171,13 +171,14 @@ stress -p 2 -o 300 -s 5 /mnt
 fsreport /mnt
 umount /mnt
 """),
-    # fault injection kernels (--config faults).  8192 groups (256 blocks
-    # each): mount with the N-th failslab/fail_page_alloc point of the
+    # fault injection kernels (--config faults).  8192 groups (1024 blocks
+    # each; with fewer blocks per group mke2fs needs meta_bg, where stock
+    # ext2's statfs reports more free blocks than blocks): mount with the N-th failslab/fail_page_alloc point of the
     # mount failing, N = 1, 2, ... until a mount meets no injected fault;
     # every failed mount returns an error (the errors ext2 prints for it
     # are allowed), kmemleak must find nothing afterwards (the guest init
     # scans), and the next mount works.
-    "faults-mount": ("2G", 1024, FAULTS_SETUP + """
+    "faults-mount": ("8G", 1024, FAULTS_SETUP + """
 failmount /dev/vda /mnt > /tmp/failmount
 cat /tmp/failmount
 grep -q "failed=[1-9]" /tmp/failmount || { echo "FAIL: no mount failed: nothing was injected"; exit 1; }
@@ -185,7 +186,7 @@ mount -t ext2 /dev/vda /mnt
 stress -p 2 -o 300 -s 3 /mnt
 fsreport /mnt
 umount /mnt
-""", {"mkfs": ["-g", "256", "-N", "65536"], "allow": [r"EXT2-fs \(vda\): error: "]}),
+""", {"mkfs": ["-g", "1024", "-N", "65536"], "allow": [r"EXT2-fs \(vda\): error: "]}),
     # fail_make_request on the test disk (5% of its requests fail) under
     # writes, reads and deletes from 4 tasks with the page cache dropped
     # every second, once with errors=continue and once with
