@@ -96,6 +96,11 @@ SPELLINGS = [
     ("6.1", "[    9.0] BUG: KASAN: use-after-free in ext2_rsv_window_add+0x1d/0x90"),
     # mm/kmemleak.c
     ("6.12", "[   70.0] kmemleak: 2 new suspected memory leaks (see /sys/kernel/debug/kmemleak)"),
+    ("7.3", "[   70.0] kmemleak: Cannot allocate a kmemleak_object structure"),
+    ("7.3", "[   70.0] kmemleak: Memory pool empty, consider increasing "
+            "CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE"),
+    ("6.1", "[   70.0] kmemleak: Kernel memory leak detector disabled"),
+    ("7.3", "FORK-KMEMLEAK-ERROR: the scan failed"),
     # lib/list_debug.c
     ("6.1", "[    9.0] list_add corruption. prev->next should be next (ffff8880), but was "
             "ffff8881. (prev=ffff8882)."),

@@ -112,7 +112,7 @@ def real_step(commit, test, flavour, timeout, prog):
     log = new_log("bisect-%s" % commit[:12])
     # A ForkError from here on (no QEMU, no initramfs, ...) is not the
     # commit's fault: step() turns it into exit 128, which ends the bisect.
-    out = kernel.run_test(res.image, test, timeout, prog, log, "bisect")
+    out = kernel.run_test(res.image, test, timeout, prog, log, "bisect", flavour=flavour)
     failed = [c for c in ("boot", "test", "e2fsck", "counts") if out["cells"][c] != "pass"]
     if failed:
         # a kernel that does not boot, hangs, reports a problem, fails the

@@ -34,7 +34,8 @@ re-checks nothing; ``--force`` redoes them.
 import json
 
 from . import guesttests, kernel
-from .common import Progress, check_output_path, git, require_ktree, rev_parse, which
+from .common import (Progress, check_output_path, git, git_ok, require_ktree, rev_parse,
+                     which)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
@@ -96,7 +97,14 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     for commit in commits_of(rng, series):
         known = None
         if flavour in SANITIZERS:
-            known = "base" if commit == base else base_reports(base, rows, flavour, test, out)
+            if commit == base:
+                known = "base"
+            elif not git_ok(["merge-base", "--is-ancestor", base, commit]):
+                out("note: %s is not on %s's base %s: reports outside ext2 fail (name the "
+                    "series with --series)" % (commit[:12], series.rel, base[:12]))
+                known = {}
+            else:
+                known = base_reports(base, rows, flavour, test, out)
         hit = None if force else kernel.cached_row(commit, flavour, test, prog)
         if hit:
             rows.append(hit)

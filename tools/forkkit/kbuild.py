@@ -31,6 +31,12 @@ FLAVOURS = {
 # Flavours whose kernels report races, bad accesses or leaks outside
 # ext2 as well: reports there are judged by kernel.judge_reports().
 SANITIZERS = ("kcsan", "kasan", "kasan-inline", "faults")
+# Flavours with kmemleak: the guest init scans after the test, and a run
+# whose scan did not happen (kmemleak disabled itself) fails.
+KMEMLEAK_FLAVOURS = ("kasan", "kasan-inline", "faults")
+# Kernel command line additions per flavour: without kasan_multi_shot KASAN
+# prints only its first report, and a known one would hide the rest.
+BOOT_ARGS = {"kasan": "kasan_multi_shot", "kasan-inline": "kasan_multi_shot"}
 BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
               ("bc", "bc"), ("cpio", "cpio")]
 

@@ -26,7 +26,7 @@ import time
 
 from . import guesttests, reports
 from .common import ForkError, ensure_dir, git, new_log, run, wpath
-from .kbuild import build, run_checkpatch
+from .kbuild import BOOT_ARGS, KMEMLEAK_FLAVOURS, build, run_checkpatch
 from .qemu import failure_message, run_guest
 
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
@@ -85,13 +85,16 @@ def cached(tree, flavour, test):
     return row
 
 
-def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()):
+def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=(),
+             flavour="base"):
     """Boot `image` with guest test `test`; return {"cells", "details",
     "results", "reports"} for boot, test, e2fsck and counts.
 
     With `known` None every kernel report fails the boot.  For sanitizer
     kernels `known` is "base" or {signature: evidence} and the reports are
-    judged by reports.judge() against `ext2_symbols`."""
+    judged by reports.judge() against `ext2_symbols`.  `flavour` adds its
+    boot arguments (kbuild.BOOT_ARGS) and, for kmemleak kernels, requires
+    the guest's leak scan to have run."""
     spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:
         raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
@@ -101,7 +104,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     disk = guesttests.image_path("%s-%d" % (label, os.getpid()))
     guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs)
     boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
-                     log=log + ".console", label=label)
+                     log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""))
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
@@ -112,9 +115,13 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     judged = []
     failing = None
     if known is not None:
-        found = [r for r in reports.parse(boot.log)
-                 if not any(e.search(r.first_line) for e in allowed)]
+        parsed = reports.parse(boot.log)
+        found = [r for r in parsed if not any(e.search(r.first_line) for e in allowed)]
         failing, excused_reports = reports.judge(found, ext2_symbols, known)
+        # a report line no parsed report covers is never excused
+        covered = {line for r in parsed for line in r.lines}
+        failing += [reports.Report(p, [p], "console") for p in boot.problems
+                    if p not in covered]
         failing.sort(key=lambda r: not r.in_code(set(ext2_symbols)))   # ext2's first
         boot.problems = [r.first_line for r in failing]
         judged = [dict(r.as_dict(), verdict="FAIL") for r in failing] + \
@@ -126,6 +133,10 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     details["boot"] = boot.log
     if excused:
         details["expected reports"] = "; ".join(excused[:3])
+    no_scan = flavour in KMEMLEAK_FLAVOURS and started and boot.error is None \
+        and not reports.kmemleak_listed(boot.log)
+    if no_scan:
+        missing.append("the guest's kmemleak scan (FORK-KMEMLEAK-BEGIN/END)")
     if boot.ok and not missing:
         cells["test"] = "pass"
     else:
@@ -139,8 +150,8 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         elif not boot.ok:
             details["test"] = failure_message(boot)
         else:
-            details["test"] = "the test's expected kernel report did not appear: %s " \
-                "(console log: %s)" % (", ".join(missing), boot.log)
+            details["test"] = "not in the console: %s (console log: %s)" \
+                % (", ".join(missing), boot.log)
     results = guesttests.results(boot.output)
     if started and boot.error is None:
         for cell, (verdict, detail) in guesttests.verify_image(
@@ -182,7 +193,7 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
         row["details"]["build"] = res.log
         row.update(image=res.image, image_sha256=res.image_sha256, config_key=res.config_key)
         out = run_test(res.image, test, timeout, prog, log, "check", known=known,
-                       ext2_symbols=res.ext2_symbols)
+                       ext2_symbols=res.ext2_symbols, flavour=flavour)
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]

@@ -38,6 +38,10 @@ PROBLEMS = [
     r"KCSAN",
     r"UBSAN",
     r"suspected memory leaks",              # kmemleak
+    # kmemleak giving up: a run after this would look leak-free
+    r"kmemleak: (Cannot allocate a kmemleak_object|Memory pool empty|Kernel memory leak "
+    r"detector disabled)",
+    r"FORK-KMEMLEAK-ERROR",                 # the guest init's scan failed
     r"general protection fault",
     r"hard LOCKUP",                         # "Watchdog detected hard LOCKUP on cpu 1"
     r"INFO: .*stall",                       # "rcu: INFO: rcu_preempt detected stalls ..."
