@@ -192,7 +192,7 @@ def step_env(tree, monkeypatch):
             raise ForkError("build of %s failed:\nfs/ext2/balloc.c:1: error: boom" % rev[:12])
         return Built()
 
-    def fake_guest(kernel, script, disks, timeout=600, prog=None, log=None, label=""):
+    def fake_guest(kernel, script, disks, timeout=600, prog=None, log=None, label="", append=""):
         calls.append(("boot", kernel, script, tuple(disks), timeout))
         boot = calls_mode.get("boot", Boot(output=["RESULT prog=fsreport bfree=1 ffree=2"]))
         boot.log = log
@@ -200,7 +200,7 @@ def step_env(tree, monkeypatch):
             fh.write("FORK-GUEST-START\n")
         return boot
 
-    def fake_verify(img, reports=(), log=None):
+    def fake_verify(img, reports=(), log=None, need_statfs=True, repair=False):
         calls.append(("fsck", img, tuple(tuple(sorted(r.items())) for r in reports)))
         err = calls_mode.get("fsck")
         return {"e2fsck": ("FAIL", err) if err else ("pass", "clean"),
