@@ -269,3 +269,17 @@ def test_leak_of_unknown_origin_is_never_known(tmp_path):
     assert found[0].title.endswith(" from ?")
     failing, known = reports.judge(found, [], {found[0].signature: "seen"})
     assert failing and not known
+
+
+def test_sanitizer_kernels_must_show_they_run():
+    """A detector built but switched off passes everything: each sanitizer
+    flavour names the console line that proves it ran, in the spelling of
+    6.1 and 7.3 (kernel/kcsan/selftest.c, kasan init)."""
+    import re
+    assert re.search(kernel.ACTIVE["kcsan"], "[    1.2] kcsan: selftest: 3/3 tests passed")
+    assert not re.search(kernel.ACTIVE["kcsan"], "[    1.2] kcsan: selftest: 2/3 tests passed")
+    assert re.search(kernel.ACTIVE["kasan"], "[0.0] kasan: KernelAddressSanitizer initialized")
+    assert re.search(kernel.ACTIVE["kasan"],
+                     "[0.0] kasan: KernelAddressSanitizer initialized (generic)")
+    opts = {s: v for s, v, _ in kbuild.fragment_options("kcsan")}
+    assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y" and opts["CONFIG_KCSAN_SELFTEST"] == "y"

@@ -30,6 +30,13 @@ from .kbuild import BOOT_ARGS, KMEMLEAK_FLAVOURS, build, run_checkpatch
 from .qemu import failure_message, run_guest
 
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
+# What a sanitizer kernel prints when it really runs: a boot without it
+# fails (a detector that is built but switched off would pass everything).
+ACTIVE = {
+    "kcsan": r"kcsan: selftest: (\d+)/\1 tests passed",
+    "kasan": r"KernelAddressSanitizer initialized",
+    "kasan-inline": r"KernelAddressSanitizer initialized",
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -137,6 +144,10 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         and not reports.kmemleak_listed(boot.log)
     if no_scan:
         missing.append("the guest's kmemleak scan (FORK-KMEMLEAK-BEGIN/END)")
+    if flavour in ACTIVE and started:
+        with open(boot.log, errors="replace") as fh:
+            if not re.search(ACTIVE[flavour], fh.read()):
+                missing.append("the %s kernel's sign that it runs (/%s/)" % (flavour, ACTIVE[flavour]))
     if boot.ok and not missing:
         cells["test"] = "pass"
     else:
