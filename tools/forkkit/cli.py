@@ -22,6 +22,7 @@ VERBS = [
     ("update", "update"),
     ("bisect", "bisect"),
     ("compare", "compare"),
+    ("fstests", "fstests"),
 ]
 
 
