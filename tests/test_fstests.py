@@ -183,7 +183,7 @@ def test_boot_records_crash_marks_running_test_failed():
 
 def test_boot_records_time_limit_leaves_the_rest():
     console = CONSOLE_CRASH.replace("[   12.0] Kernel panic - not syncing: Fatal exception\n",
-                                    "FSTESTS-TIME-LIMIT\ngeneric/013 12s ...  11s\n"
+                                    "FSTESTS-TIME-LIMIT\n 11s\n"
                                     "FSTESTS-END check-exit=0\n")
     xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""},
              "generic/013": {"status": "pass", "seconds": 11, "message": ""}}
@@ -193,16 +193,22 @@ def test_boot_records_time_limit_leaves_the_rest():
     assert set(recs) == {"generic/001", "generic/013"}
 
 
-def test_console_events():
-    text = ("generic/001 5s ...  4s\n"
-            "generic/002       [not run] this test requires a valid $SCRATCH_DEV\n"
-            "generic/003 - output mismatch (see /results/xfstests/generic/003.out.bad)\n"
-            "generic/004 [failed, exit status 1]- output mismatch\n"
-            "[   1.0] run fstests generic/005 at 2026-12-04\n")
-    ev = fstests.console_events(text)
-    assert ev == [("end", "generic/001", "pass"), ("end", "generic/002", "notrun"),
-                  ("end", "generic/003", "fail"), ("end", "generic/004", "fail"),
-                  ("start", "generic/005", None)]
+def test_console_tests_with_kernel_messages_between():
+    # as measured on 7.3 (run-1): kmsg lines between a test's name and its time
+    text = ("generic/001        [   29.430970] run fstests generic/001 at 2026-12-04 05:26:06\r\n"
+            "[  147.596207] ext2 filesystem being mounted at /mnt/test supports timestamps "
+            "until 2038-01-19 (0x7fffffff)\r\n"
+            " 119s\r\n"
+            "generic/002 12s ...  [  159.524896] run fstests generic/002 at 2026-12-04\r\n"
+            "       [not run] this test requires a valid $SCRATCH_DEV\r\n"
+            "generic/003 [  160.0] run fstests generic/003 at 2026-12-04\r\n"
+            "- output mismatch (see /results/xfstests/generic/003.out.bad)\r\n"
+            "generic/004 [  170.0] run fstests generic/004 at 2026-12-04\r\n"
+            "[  171.0] EXT2-fs (vdb): warning: mounting unchecked fs\r\n")
+    assert fstests.console_tests(text) == [("generic/001", "pass"), ("generic/002", "notrun"),
+                                           ("generic/003", "fail"), ("generic/004", None)]
+    assert fstests.console_tests(text + " 3s\r\nRan: generic/001\r\n")[-1] == \
+        ("generic/004", "pass")
 
 
 # ---------------------------------------------------------------- kconfig

@@ -256,8 +256,8 @@ class Follower(threading.Thread):
                 text = fh.read()
         except OSError:
             return
-        for kind, test, status in fstests.console_events(text):
-            if kind != "end" or test in self.seen:
+        for test, status in fstests.console_tests(text):
+            if status is None or test in self.seen:
                 continue
             self.seen.add(test)
             done = self.done0 + len(self.seen)

@@ -195,42 +195,48 @@ def parse_xunit(path):
 
 
 # console: fstests logs "run fstests generic/001 at 2026-..." to /dev/kmsg
+# as a test starts; check's own result ("  4s", "[not run] why", "- output
+# mismatch", "[failed, exit status 1]") follows, kernel messages between.
 START_RE = re.compile(r"run fstests (\S+/\d+) at ")
-# check's own line per test: "generic/001 5s ...  4s", "generic/002       [not run] why",
-# "generic/003 - output mismatch", "generic/004 [failed, exit status 1]"
-LINE_RE = re.compile(r"^(?:\[[ \d.]+\] )?(\S+/\d+)\s+(?:\d+s \.\.\.\s*)?(.*)$")
+PASS_RE = re.compile(r"(^|\s)\d+s\s*$")
+DONE_MARKS = ("FSTESTS-END", "FSTESTS-TIME-LIMIT", "Ran: ", "Passed all", "Failures: ")
 
 
-def console_line_status(rest):
-    rest = rest.strip()
-    if "[not run]" in rest:
-        return "notrun"
-    if "[expunged]" in rest:
-        return "expunged"
-    if "output mismatch" in rest or "[failed" in rest or "_check_" in rest or \
-            "no qualified output" in rest:
-        return "fail"
-    if re.match(r"^\d+s$", rest):
-        return "pass"
+def segment_status(lines):
+    """Status of one test from the console lines after its start marker
+    (None: no result seen yet)."""
+    for line in lines:
+        if "[not run]" in line:
+            return "notrun"
+        if "output mismatch" in line or "[failed" in line or "no qualified output" in line \
+                or "_check_generic_filesystem" in line or "_check_dmesg" in line:
+            return "fail"
+    for line in lines:
+        if PASS_RE.search(line) and not re.match(r"^\[[ \d.]+\] ", line):
+            return "pass"
     return None
 
 
-def console_events(text):
-    """[(kind, test, status)] from a console log: ("start", test, None)
-    per kmsg marker, ("end", test, status) per check result line."""
-    events = []
+def console_tests(text):
+    """[(test, status)] in the order the console shows them starting;
+    status None while the test has not finished (its result line not
+    printed and no later test started)."""
+    out, seg = [], None
     for line in text.splitlines():
         line = line.rstrip("\r")
         m = START_RE.search(line)
         if m:
-            events.append(("start", m.group(1), None))
-            continue
-        m = LINE_RE.match(line)
-        if m and TEST_RE.match(m.group(1)):
-            st = console_line_status(m.group(2))
-            if st:
-                events.append(("end", m.group(1), st))
-    return events
+            if seg is not None:
+                out.append((seg[0], segment_status(seg[1]) or "done"))
+            seg = (m.group(1), [line[m.end():]])
+        elif seg is not None:
+            seg[1].append(line)
+    if seg is not None:
+        st = segment_status(seg[1])
+        if st is None and any(mark in l for l in seg[1] for mark in DONE_MARKS):
+            st = "done"
+        out.append((seg[0], st))
+    return out
 
 
 def boot_records(tests, xunit, console, timed_out):
@@ -242,7 +248,7 @@ def boot_records(tests, xunit, console, timed_out):
     next run continues after it rather than hanging again.
     Returns (records, interrupted_by_limit)."""
     records = {t: dict(r) for t, r in xunit.items() if t in tests}
-    started = [t for kind, t, _ in console_events(console) if kind == "start"]
+    started = [t for t, _ in console_tests(console)]
     limit = "FSTESTS-TIME-LIMIT" in console
     ended = "FSTESTS-END" in console
     if started and not ended and started[-1] not in records and not limit:
