@@ -372,13 +372,29 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
     assert report["meta"]["command"] == ("tools/fork fstests distro/7.3 series/7.3 generic/001 "
                                          "generic/002 generic/013")
     rundir = Path(report["meta"]["run_dir"])
-    assert (rundir / "base-1" / "results" / "xfstests" / "result.xml").exists()
+    assert [b["side"] for b in report["boots"]] == ["base", "series"]
+    assert (Path(report["boots"][0]["dir"]) / "results" / "xfstests" / "result.xml").exists()
+    assert report["boots"][0]["xunit"].endswith("/results/xfstests/result.xml")
     assert "| generic/013 | pass | fail | 3s | 3s | **new failure** |" in \
         (rundir / "fstests.md").read_text()
     # nothing re-runs: the results are kept per test
     before = len(pipeline["boots"])
     assert run_main("generic/001", "generic/002", "generic/013") == 1
     assert len(pipeline["boots"]) == before
+
+
+def test_pipeline_reuses_base_results_for_another_series(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {},
+                            "scratch-fault.bzImage": {"generic/001": "fail"}}
+    assert run_main("generic/001") == 0
+    assert run_main("distro/7.3", "scratch/fault", "generic/001") == 1
+    # the base kernel ran generic/001 once: the second comparison reused it
+    assert [b[0] for b in pipeline["boots"]] == ["distro-7.3.bzImage", "series-7.3.bzImage",
+                                                 "scratch-fault.bzImage"]
+    # --fresh runs both kernels again
+    assert run_main("distro/7.3", "scratch/fault", "generic/001", "--fresh") == 1
+    assert [b[0] for b in pipeline["boots"][3:]] == ["distro-7.3.bzImage",
+                                                     "scratch-fault.bzImage"]
 
 
 def test_pipeline_same_and_fixed_exit_0(pipeline, capsys):

@@ -24,11 +24,15 @@ SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
 boot the host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
-Everything is kept in ``work/fstests/runs/<key>/`` (the key hashes both
-images, the root, the tests and the profile): per boot the console log,
-the results tree and the e2fsck output; ``fstests.json`` (every test),
-``fstests.md`` and the command that repeats the run.  Runs resume per test:
-the same command skips what already finished (``--fresh`` starts over).
+Results are kept per kernel image (with the root and the profile) in
+``work/fstests/kernels/<image>-<root>-<profile>/``: ``tests.json`` and per
+boot the console log, fstests' results tree (``result.xml``) and the e2fsck
+output; so a base kernel's results serve every series compared with it.
+Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
+(every test, every boot), ``fstests.md`` and the command that repeats it.
+Runs resume per test: the same command skips what already finished
+(``--fresh`` runs the selected tests again on both kernels).  The series
+kernel builds while the base kernel's guest runs.
 ``--time-limit S`` bounds the test time (builds not counted): check is
 stopped after its current test and the run ends with what finished.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
@@ -136,57 +140,69 @@ def main(args):
         len(chosen), "group " + group if group else "named",
         ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
         root["fstests_commit"][:12]))
-    images = {}
-    for side, rev in zip(SIDES, revs):
-        images[side] = build(rev, "fstests", do_patchcheck=False, prog=prog)
-    key = hashlib.sha256("\n".join(
-        [images["base"].image_sha256, images["series"].image_sha256, root["key"],
-         fstests.profile_text(), " ".join(chosen)]).encode()).hexdigest()[:16]
-    rundir = ensure_dir(wpath("fstests", "runs", key))
-    if args.fresh and os.path.isdir(rundir):
-        shutil.rmtree(rundir)
-        ensure_dir(rundir)
+    # The series builds (build lock) while the base kernel boots (guest lock).
+    images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
+    later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
+    profile_key = hashlib.sha256(fstests.profile_text().encode()).hexdigest()[:8]
+    stores = {}
+    run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
+                                       " ".join(chosen)]).encode()).hexdigest()[:16]
+    rundir = ensure_dir(wpath("fstests", "runs", run_id))
     command = repeat_command(args, revs, tests, args.group)
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
             "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
             "root_key": root["key"], "suite": root["inputs"]["suite"],
             "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
             "run_dir": rundir}
-    for side, rev, commit in zip(SIDES, revs, commits):
-        b = images[side]
-        meta[side] = {"rev": rev, "commit": commit, "image": b.image,
-                      "image_sha256": b.image_sha256, "version": b.version}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
         fh.write(command + "\n")
     prog.say("run directory %s" % rundir)
     deadline = time.monotonic() + args.time_limit if args.time_limit else None
-    results, boots = {}, fstests.read_json(os.path.join(rundir, "boots.json"), [])
-    for n, side in enumerate(SIDES):
-        rpath = os.path.join(rundir, "%s.json" % side)
-        results[side] = fstests.read_json(rpath, {})
-        while True:
-            todo = [t for t in chosen if t not in results[side]]
-            if not todo:
-                break
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                budget = left / (len(SIDES) - n)
-                if budget < 60:
-                    prog.say("%s: time limit reached, %d tests not run" % (side, len(todo)))
+    results = {}
+    try:
+        for n, side in enumerate(SIDES):
+            if side not in images:
+                images[side] = later.result()
+            img = images[side]
+            meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
+                          "image_sha256": img.image_sha256, "version": img.version}
+            # results are kept per kernel image (and root and profile): a base
+            # run serves every series compared with it
+            store = stores[side] = ensure_dir(wpath("fstests", "kernels", "%s-%s-%s" % (
+                img.image_sha256[:16], root["key"], profile_key)))
+            rpath = os.path.join(store, "tests.json")
+            results[side] = fstests.read_json(rpath, {})
+            if args.fresh:
+                results[side] = {t: r for t, r in results[side].items() if t not in chosen}
+                fstests.write_json(rpath, results[side])
+            while True:
+                todo = [t for t in chosen if t not in results[side]]
+                if not todo:
                     break
-            else:
-                budget = NO_LIMIT
-            done_before = len(results[side])
-            info = boot(side, images[side].image, todo, budget, rundir, root, prog,
-                        len(chosen) - len(todo), len(chosen))
-            boots.append(info)
-            fstests.write_json(os.path.join(rundir, "boots.json"), boots)
-            results[side].update(info.pop("records"))
-            fstests.write_json(rpath, results[side])
-            if info["limit"]:
-                break
-            if len(results[side]) == done_before:
-                raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+                if deadline is not None:
+                    budget = (deadline - time.monotonic()) / (len(SIDES) - n)
+                    if budget < 60:
+                        prog.say("%s: time limit reached, %d tests not run" % (side, len(todo)))
+                        break
+                else:
+                    budget = NO_LIMIT
+                done_before = len(results[side])
+                info = boot(side, img.image, todo, budget, store, root, prog,
+                            len(chosen) - len(todo), len(chosen))
+                results[side].update(info.pop("records"))
+                fstests.write_json(rpath, results[side])
+                bpath = os.path.join(store, "boots.json")
+                fstests.write_json(bpath, fstests.read_json(bpath, []) + [info])
+                if info["limit"]:
+                    break
+                if len(results[side]) == done_before:
+                    raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+    finally:
+        later.join()
+    # every boot that gave these kernels' results, earlier runs included
+    boots = [b for side in SIDES if side in stores
+             for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
+             if set(b.get("tests", [])) & set(chosen)]
     rows = fstests.compare(chosen, results["base"], results["series"])
     meta["e2fsck"] = e2fsck_summary(boots)
     report = {"meta": meta, "tests": rows, "boots": boots,
@@ -208,8 +224,8 @@ def main(args):
         print("%s: %d pass, %d fail, %d notrun, %ds of tests" % (
             s, tot["pass"], tot["fail"], tot["notrun"], tot["seconds"]))
     print("e2fsck -fn after each boot: %s" % meta["e2fsck"])
-    print("results: %s (fstests.json, fstests.md, per boot: console.log, results/, e2fsck.txt)"
-          % rundir)
+    print("results: %s (fstests.json, fstests.md; per boot console.log, results/, e2fsck.txt "
+          "under %s)" % (rundir, ", ".join(stores[s] for s in SIDES if s in stores)))
     print("repeat: %s" % command)
     new = [r for r in rows if r["verdict"] == "new failure"]
     pending = [r for r in rows if r["verdict"] == "pending"]
@@ -232,6 +248,28 @@ def e2fsck_summary(boots):
         return "n/a"
     return "clean (%d boots, test and scratch disks)" % len(boots) if not bad \
         else "; ".join(bad)
+
+
+class Background(threading.Thread):
+    """Runs fn() in a thread; result() waits and returns it or raises what
+    it raised."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn, self.value, self.exc = fn, None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.value = self.fn()
+        except BaseException as exc:    # re-raised in the caller's thread
+            self.exc = exc
+
+    def result(self):
+        self.join()
+        if self.exc is not None:
+            raise self.exc
+        return self.value
 
 
 class Follower(threading.Thread):
@@ -268,11 +306,11 @@ class Follower(threading.Thread):
                 self.side))
 
 
-def boot(side, kernel, tests, budget, rundir, root, prog, done, total):
-    """One guest run of `tests` on `kernel`; returns the boot's record."""
-    existing = [d for d in os.listdir(rundir) if d.startswith(side + "-")]
-    n = len(existing) + 1
-    bdir = ensure_dir(os.path.join(rundir, "%s-%d" % (side, n)))
+def boot(side, kernel, tests, budget, store, root, prog, done, total):
+    """One guest run of `tests` on `kernel`; returns the boot's record.
+    Its console log, results tree and e2fsck output go to store/boot-<n>."""
+    n = len([d for d in os.listdir(store) if d.startswith("boot-")]) + 1
+    bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
     disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
     try:
         run(["cp", "--sparse=always", root["image"], disks["root"]])
@@ -330,6 +368,6 @@ def boot(side, kernel, tests, budget, rundir, root, prog, done, total):
                                                 for s in fstests.STATUSES),
                 res.seconds, fsck["test"], fsck["scratch"]))
     return {"side": side, "n": n, "dir": bdir, "console": log, "seconds": round(res.seconds),
-            "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
+            "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "xunit": xml if os.path.exists(xml) else None, "records": records}
