@@ -200,7 +200,7 @@ def step_env(tree, monkeypatch):
             fh.write("FORK-GUEST-START\n")
         return boot
 
-    def fake_verify(img, reports=(), log=None):
+    def fake_verify(img, reports=(), log=None, need_statfs=True, repair=False):
         calls.append(("fsck", img, tuple(tuple(sorted(r.items())) for r in reports)))
         err = calls_mode.get("fsck")
         return {"e2fsck": ("FAIL", err) if err else ("pass", "clean"),
