@@ -397,6 +397,16 @@ def test_pipeline_reuses_base_results_for_another_series(pipeline, capsys):
                                                      "scratch-fault.bzImage"]
 
 
+def test_tests_may_follow_options(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "scratch-fault.bzImage": {}}
+    assert run_main("distro/7.3", "scratch/fault", "--time-limit", "900", "generic/001",
+                    "generic/013") == 0
+    assert pipeline["boots"][0] == ("distro-7.3.bzImage", ["generic/001", "generic/013"])
+    with pytest.raises(SystemExit) as exc:
+        run_main("generic/001", "--no-such-option")
+    assert exc.value.code == 2
+
+
 def test_pipeline_same_and_fixed_exit_0(pipeline, capsys):
     pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/013": "fail"},
                             "series-7.3.bzImage": {}}

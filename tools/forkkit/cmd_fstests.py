@@ -66,6 +66,7 @@ def add_arguments(p):
     p.add_argument("args", nargs="*", metavar="BASE SERIES TESTS",
                    help="up to two revisions (base, then series), then fstests test names "
                         "such as generic/001")
+    p.set_defaults(intermixed="args")
     p.add_argument("--series", default=PRIMARY,
                    help="series directory for the default revisions (default: patches)")
     p.add_argument("--group", help="run every generic/ and ext4/ test of this fstests group "
