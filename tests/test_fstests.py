@@ -458,3 +458,19 @@ def test_bad_input_one_line(argv, msg, tmp_path):
     assert msg in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_root_build_needs_root(repo, monkeypatch, tmp_path):
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ForkError, match="needs root"):
+        fsroot.build_root({"suite": "bookworm"}, "k", None, str(tmp_path / "log"))
+
+
+def test_background_reraises_in_caller():
+    def boom():
+        raise ForkError("build of series/7.3 failed")
+    bg = cmd_fstests.Background(boom)
+    with pytest.raises(ForkError, match="build of series/7.3 failed"):
+        bg.result()
+    assert cmd_fstests.Background(lambda: 42).result() == 42
