@@ -474,3 +474,18 @@ def test_background_reraises_in_caller():
     with pytest.raises(ForkError, match="build of series/7.3 failed"):
         bg.result()
     assert cmd_fstests.Background(lambda: 42).result() == 42
+
+
+def test_fsck_verdict_tells_a_wiped_disk_from_a_clean_one():
+    # measured: the scratch disk after a run, e2fsck -fn exit 0 on a backup
+    assert fstests.fsck_verdict(0, "ext2fs_open2: Bad magic number in super-block\n"
+                                   "e2fsck: Superblock invalid, trying backup blocks...\n",
+                                "x") == fstests.WIPED
+    assert fstests.fsck_verdict(0, "test.img: 122/262144 files\n", "x") == "clean"
+    assert fstests.fsck_verdict(4, "Free blocks count wrong for group #0\n", "/e.txt") == \
+        "e2fsck -fn exit 4 (/e.txt)"
+    boots = [{"side": "base", "n": 1, "e2fsck": {"test": "clean", "scratch": fstests.WIPED}},
+             {"side": "series", "n": 1, "e2fsck": {"test": "e2fsck -fn exit 4 (/e.txt)",
+                                                   "scratch": "clean"}}]
+    assert cmd_fstests.e2fsck_summary(boots[:1]).startswith("clean")
+    assert cmd_fstests.e2fsck_summary(boots) == "boot series 1: test e2fsck -fn exit 4 (/e.txt)"

@@ -246,12 +246,14 @@ def main(args):
 
 
 def e2fsck_summary(boots):
-    bad = ["boot %s %s: %s" % (b["side"], b["n"], d) for b in boots
-           for d, v in sorted(b["e2fsck"].items()) if v != "clean"]
+    bad = ["boot %s %s: %s %s" % (b["side"], b["n"], d, v) for b in boots
+           for d, v in sorted(b["e2fsck"].items()) if v not in ("clean", fstests.WIPED)]
     if not boots:
         return "n/a"
-    return "clean (%d boots, test and scratch disks)" % len(boots) if not bad \
-        else "; ".join(bad)
+    wiped = sum(1 for b in boots for v in b["e2fsck"].values() if v == fstests.WIPED)
+    return "clean (%d boots, test and scratch disks%s)" % (
+        len(boots), "; %d scratch disks left wiped by fstests" % wiped if wiped else "") \
+        if not bad else "; ".join(bad)
 
 
 class Background(threading.Thread):
@@ -342,9 +344,8 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total):
                 proc = run(["e2fsck", "-fn", disks[d]], check=False)
                 out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
                                                                  proc.stdout, proc.stderr))
-                fsck[d] = "clean" if proc.returncode == 0 else \
-                    "e2fsck -fn exit %d (%s)" % (proc.returncode, os.path.join(bdir,
-                                                                               "e2fsck.txt"))
+                fsck[d] = fstests.fsck_verdict(proc.returncode, proc.stdout + proc.stderr,
+                                               os.path.join(bdir, "e2fsck.txt"))
         resdir = os.path.join(bdir, "results")
         if os.path.exists(resdir):
             shutil.rmtree(resdir)

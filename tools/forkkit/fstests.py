@@ -259,6 +259,22 @@ def boot_records(tests, xunit, console, timed_out):
     return records, limit
 
 
+# fstests wipes the scratch device before each test (_try_wipe_scratch_devs)
+# and repairs TEST_DEV after a failed check (_repair_test_fs): the host's
+# e2fsck after the boot sees what fstests left, and a disk without an ext2
+# superblock is said to be so, not "clean" (e2fsck -n falls back to a
+# backup superblock and may exit 0).
+WIPED = "no primary superblock (wiped by fstests)"
+
+
+def fsck_verdict(rc, output, where):
+    if "Bad magic number in super-block" in output or "Superblock invalid" in output:
+        return WIPED
+    if rc == 0:
+        return "clean"
+    return "e2fsck -fn exit %d (%s)" % (rc, where)
+
+
 def verdict(base, series):
     """Verdict for one test from the two statuses (None: not run yet)."""
     if base is None or series is None:
