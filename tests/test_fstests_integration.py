@@ -5,7 +5,7 @@ root is made with debootstrap and cached in work/fstests/roots/), the
 Debian mirror of the machine's apt sources, and fstests from
 ci/fstests/source.conf (the local bundle here).
 
-* the CI selection (CI_TESTS, measured in FSTESTS.md: well under 10 minutes
+* the CI selection (CI_TESTS, measured in FSTESTS.md: about 9 minutes
   for base and series together) on distro/7.3 vs series/7.3: no new
   failure, and the tests really ran (passes on both kernels, not all
   notrun), e2fsck clean;
