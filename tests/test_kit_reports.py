@@ -188,6 +188,10 @@ def test_markdown_names_what_produced_each_row():
                reports=[])
     md = cmd_check.markdown([row, bad], S(), "kcsan", "stress")
     assert md.startswith("`tools/fork check --series patches --config kcsan --test stress`")
+    lines = md.splitlines()
+    import re
+    cols = [len(re.findall(r"(?<!\\)\|", line)) for line in lines[2:5]]
+    assert cols[0] == cols[1] == cols[2], (cols, lines[2:5])
     assert "| aaaaaaaaaaaa | ext2: x \\| y | pass |" in md
     assert "ffffffffffffffff | k1 |" in md and "qemu: QEMU 7.2" in md
     assert "- aaaaaaaaaaaa: BUG: KCSAN: data-race in a / b (the base shows it too: /l/base)" in md

@@ -22,6 +22,7 @@ VERBS = [
     ("update", "update"),
     ("bisect", "bisect"),
     ("compare", "compare"),
+    ("fstests", "fstests"),
 ]
 
 
@@ -58,7 +59,14 @@ def main(argv):
     if "--" in argv:
         idx = argv.index("--")
         argv, after = argv[:idx], argv[idx + 1:]
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        # a verb whose positionals may come after its options
+        # (`fstests A B --time-limit 60 generic/001`) takes the rest
+        if getattr(args, "intermixed", None) and not any(e.startswith("-") for e in extra):
+            getattr(args, args.intermixed).extend(extra)
+        else:
+            p.error("unrecognized arguments: %s" % " ".join(extra))
     if not getattr(args, "verb", None):
         p.print_help()
         return 2

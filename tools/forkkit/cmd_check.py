@@ -150,7 +150,7 @@ def markdown(rows, series, flavour, test):
     image's sha256, the kit's code hash and the QEMU/e2fsprogs versions."""
     out = ["`tools/fork check --series %s --config %s --test %s`" % (series.rel, flavour, test),
            "", "| commit | subject | %s | time | image sha256 | kit |" % " | ".join(CELLS),
-           "|---|---|%s---|---|---|---|" % ("---|" * len(CELLS))]
+           "|" + "---|" * (len(CELLS) + 5)]
     for r in rows:
         out.append("| %s | %s | %s | %.0f s%s | %s | %s |" % (
             r["commit"][:12], r["subject"].replace("|", "\\|")[:60],

@@ -190,7 +190,8 @@ umount /mnt
     # fail_make_request on the test disk (5% of its requests fail) under
     # writes, reads and deletes from 4 tasks with the page cache dropped
     # every second, once with errors=continue and once with
-    # errors=remount-ro: ext2 may report errors, the kernel must not
+    # errors=remount-ro: ext2 must report errors (it did 219-980 times per
+    # run on 7.3; "expect"), the kernel must not
     # crash or hang, umount must work, and e2fsck -fy must repair the
     # disk to a clean state (the host checks that).
     "faults-io": ("64M", 1024, """set -e
@@ -230,7 +231,7 @@ done
 n=$(dmesg | grep -c -e "I/O error" -e "EXT2-fs (vda): error" || true)
 echo "I/O error and ext2 error lines: $n"
 [ "$n" -gt 0 ] || { echo "FAIL: no I/O error was injected"; exit 1; }
-""", {"allow": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
+""", {"expect": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
     # fill to ENOSPC with 3% of the fill tasks' slab and page allocations
     # failing (after a first fill without faults has every bitmap and
     # inode table block in the cache), then delete everything: the free

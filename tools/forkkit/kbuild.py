@@ -27,6 +27,8 @@ FLAVOURS = {
     # only to measure inline against outline KASAN (CHECKS.md)
     "kasan-inline": ["base.config", "kasan.config", "kasan-inline.config"],
     "faults": ["base.config", "faults.config"],
+    # the guest of `fstests` (Debian root on a virtio disk, loop, dm, quota)
+    "fstests": ["base.config", "fstests.config"],
 }
 # Flavours whose kernels report races, bad accesses or leaks outside
 # ext2 as well: reports there are judged by kernel.judge_reports().

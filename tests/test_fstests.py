@@ -1,0 +1,491 @@
+"""fstests verb: selection, ext2 profile and guest script, result parsing,
+verdicts, the whole base-vs-series pipeline with a fake guest (no QEMU:
+the fake writes fstests' result.xml onto the results disk with debugfs,
+as the guest would), resumption, bad input.  The real runs are in
+test_fstests_integration.py."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import types
+from pathlib import Path
+
+import pytest
+
+from conftest import FORK, PYTHON, ROOT
+from forkkit import cmd_fstests, fsroot, fstests, kbuild
+from forkkit.common import ForkError
+
+XUNIT = """<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="xfstests" failures="1" skipped="1" tests="3" time="20" hostname="fstests">
+\t<properties><property name="FSTYP" value="ext2"/></properties>
+\t<testcase classname="xfstests.global" name="generic/001" time="5">
+\t</testcase>
+\t<testcase classname="xfstests.global" name="generic/002" time="0">
+\t\t<skipped message="this test requires a valid $SCRATCH_DEV" />
+\t</testcase>
+\t<testcase classname="xfstests.global" name="generic/013" time="14">
+\t\t<failure message="_check_generic_filesystem: filesystem on /dev/vdb is inconsistent" type="TestFail" />
+\t\t<system-out><![CDATA[
+Free blocks count wrong for group #0
+]]></system-out>
+\t</testcase>
+</testsuite>
+"""
+
+GROUPS = {"generic/001": ["rw", "auto", "quick"], "generic/002": ["metadata", "auto", "quick"],
+          "generic/013": ["auto", "rw", "stress"], "ext4/001": ["auto", "quick"],
+          "xfs/001": ["auto", "quick"], "btrfs/001": ["quick"]}
+
+
+def test_parse_xunit(tmp_path):
+    p = tmp_path / "result.xml"
+    p.write_text(XUNIT)
+    got = fstests.parse_xunit(str(p))
+    assert got["generic/001"] == {"status": "pass", "seconds": 5, "message": ""}
+    assert got["generic/002"]["status"] == "notrun"
+    assert "SCRATCH_DEV" in got["generic/002"]["message"]
+    assert got["generic/013"]["status"] == "fail"
+    assert got["generic/013"]["seconds"] == 14
+    assert "inconsistent" in got["generic/013"]["message"]
+
+
+def test_parse_xunit_broken(tmp_path):
+    p = tmp_path / "result.xml"
+    p.write_text("<testsuite><testcase name=")
+    with pytest.raises(ForkError, match="cannot read fstests' xunit report"):
+        fstests.parse_xunit(str(p))
+
+
+@pytest.mark.parametrize("base,series,want", [
+    ("pass", "fail", "new failure"),
+    ("notrun", "fail", "new failure"),
+    ("fail", "pass", "fixed"),
+    ("fail", "fail", "same"),
+    ("pass", "pass", "same"),
+    ("notrun", "notrun", "same"),
+    ("pass", "notrun", "changed (pass -> notrun)"),
+    (None, "pass", "pending"),
+    ("pass", None, "pending"),
+])
+def test_verdict(base, series, want):
+    assert fstests.verdict(base, series) == want
+
+
+def test_compare_table_and_markdown():
+    base = {"generic/001": {"status": "pass", "seconds": 5, "message": ""},
+            "generic/013": {"status": "pass", "seconds": 10, "message": ""}}
+    series = {"generic/001": {"status": "pass", "seconds": 6, "message": ""},
+              "generic/013": {"status": "fail", "seconds": 12, "message": "fsck"}}
+    rows = fstests.compare(["generic/001", "generic/013"], base, series)
+    assert [r["verdict"] for r in rows] == ["same", "new failure"]
+    assert fstests.totals(rows, "series") == {"pass": 1, "fail": 1, "notrun": 0, "seconds": 18}
+    text = fstests.table(rows)
+    assert re.search(r"generic/013\s+pass\s+fail\s+10s\s+12s\s+new failure", text)
+    meta = {"base": {"rev": "distro/7.3", "commit": "a" * 40, "image_sha256": "b" * 64},
+            "series": {"rev": "series/7.3", "commit": "c" * 40, "image_sha256": "d" * 64},
+            "fstests_url": "u", "fstests_commit": "e" * 40, "root_key": "k", "suite": "bookworm",
+            "selection": "named", "command": "tools/fork fstests x"}
+    md = fstests.markdown(meta, rows, {"generic/999": "hangs"})
+    assert "| generic/013 | pass | fail | 10s | 12s | **new failure** |" in md
+    assert "| base | 2 | 0 | 0 | 15s |" in md
+    assert "generic/999: hangs" in md
+    assert "`tools/fork fstests x`" in md
+
+
+def test_select_group_and_exclusion():
+    chosen, excluded = fstests.select([], "quick", GROUPS, {"generic/002": "hangs on base"})
+    # generic/ and ext4/ (check -g for ext2), never xfs/ or btrfs/
+    assert chosen == ["ext4/001", "generic/001"]
+    assert excluded == {"generic/002": "hangs on base"}
+
+
+def test_select_named_keeps_order_and_drops_repeats():
+    chosen, excluded = fstests.select(["generic/013", "generic/001", "generic/013"], None,
+                                      GROUPS, {})
+    assert chosen == ["generic/013", "generic/001"]
+
+
+@pytest.mark.parametrize("tests,group,msg", [
+    (["generic/1x"], None, "not an fstests test name"),
+    (["generic/404"], None, "no test generic/404"),
+    ([], "nosuchgroup", "no generic/ or ext4/ test is in group"),
+    ([], "qu ick", "not an fstests group name"),
+    (["generic/001"], "quick", "either --group or test names"),
+])
+def test_select_bad_input(tests, group, msg):
+    with pytest.raises(ForkError, match=msg):
+        fstests.select(tests, group, GROUPS, {})
+
+
+def test_exclude_file(tmp_path):
+    p = tmp_path / "ext2.exclude"
+    p.write_text("# comment\n\ngeneric/001  # hangs on distro/7.3 (measured)\n")
+    assert fstests.parse_exclude(str(p)) == {"generic/001": "hangs on distro/7.3 (measured)"}
+    p.write_text("generic/001\n")
+    with pytest.raises(ForkError, match="has no reason"):
+        fstests.parse_exclude(str(p))
+    p.write_text("generic1 # x\n")
+    with pytest.raises(ForkError, match="not a test name"):
+        fstests.parse_exclude(str(p))
+
+
+def test_repository_exclude_list_is_valid():
+    fstests.parse_exclude(str(ROOT / "ci" / "fstests" / "ext2.exclude"))
+
+
+def test_profile_is_default_ext2():
+    text = fstests.profile_text()
+    assert "export FSTYP=ext2\n" in text
+    assert "export TEST_DEV=/dev/vdb\n" in text
+    assert "export SCRATCH_DEV=/dev/vdc\n" in text
+    assert "export MOUNT_OPTIONS=''\n" in text
+    assert "export MKFS_OPTIONS=''\n" in text
+    # nothing that would switch off fstests' own filesystem checks
+    assert "SKIP" not in text and "NO_CHECK" not in text
+
+
+def test_guest_script_syntax_and_content(tmp_path):
+    script = fstests.guest_script(["generic/001", "generic/013"], 300)
+    outer = tmp_path / "cmd"
+    outer.write_text(script)
+    assert subprocess.run(["sh", "-n", str(outer)]).returncode == 0
+    inner = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF", 1)[0]
+    (tmp_path / "run.sh").write_text(inner)
+    assert subprocess.run(["bash", "-n", str(tmp_path / "run.sh")]).returncode == 0
+    assert "./check -R xunit $(cat /results/fork-tests)" in inner
+    assert "sleep 300;" in inner
+    assert "mkfs.ext2 -F -q $d" in inner and "/dev/vdb /dev/vdc" in inner
+    assert "generic/001\ngeneric/013\nFORK_EOF" in script
+    assert "mount -t ext4 /dev/vda /mnt/root" in script
+
+
+CONSOLE_CRASH = """\
+[    5.0] run fstests generic/001 at 2026-12-04 05:00:00
+generic/001 5s ...  4s
+[    9.0] run fstests generic/013 at 2026-12-04 05:00:05
+[   12.0] Kernel panic - not syncing: Fatal exception
+"""
+
+
+def test_boot_records_crash_marks_running_test_failed():
+    xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""}}
+    recs, limit = fstests.boot_records(["generic/001", "generic/013", "generic/074"], xunit,
+                                       CONSOLE_CRASH, timed_out=False)
+    assert not limit
+    assert recs["generic/001"]["status"] == "pass"
+    assert recs["generic/013"]["status"] == "fail"
+    assert "died" in recs["generic/013"]["message"]
+    assert "generic/074" not in recs      # never started: left for the next run
+
+
+def test_boot_records_time_limit_leaves_the_rest():
+    console = CONSOLE_CRASH.replace("[   12.0] Kernel panic - not syncing: Fatal exception\n",
+                                    "FSTESTS-TIME-LIMIT\n 11s\n"
+                                    "FSTESTS-END check-exit=0\n")
+    xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""},
+             "generic/013": {"status": "pass", "seconds": 11, "message": ""}}
+    recs, limit = fstests.boot_records(["generic/001", "generic/013", "generic/074"], xunit,
+                                       console, timed_out=False)
+    assert limit
+    assert set(recs) == {"generic/001", "generic/013"}
+
+
+def test_console_tests_with_kernel_messages_between():
+    # as measured on 7.3 (run-1): kmsg lines between a test's name and its time
+    text = ("generic/001        [   29.430970] run fstests generic/001 at 2026-12-04 05:26:06\r\n"
+            "[  147.596207] ext2 filesystem being mounted at /mnt/test supports timestamps "
+            "until 2038-01-19 (0x7fffffff)\r\n"
+            " 119s\r\n"
+            "generic/002 12s ...  [  159.524896] run fstests generic/002 at 2026-12-04\r\n"
+            "       [not run] this test requires a valid $SCRATCH_DEV\r\n"
+            "generic/003 [  160.0] run fstests generic/003 at 2026-12-04\r\n"
+            "- output mismatch (see /results/xfstests/generic/003.out.bad)\r\n"
+            "generic/004 [  170.0] run fstests generic/004 at 2026-12-04\r\n"
+            "[  171.0] EXT2-fs (vdb): warning: mounting unchecked fs\r\n")
+    assert fstests.console_tests(text) == [("generic/001", "pass"), ("generic/002", "notrun"),
+                                           ("generic/003", "fail"), ("generic/004", None)]
+    assert fstests.console_tests(text + " 3s\r\nRan: generic/001\r\n")[-1] == \
+        ("generic/004", "pass")
+
+
+# ---------------------------------------------------------------- kconfig
+
+def test_fstests_flavour_fragment():
+    assert kbuild.FLAVOURS["fstests"] == ["base.config", "fstests.config"]
+    opts = {s: (v, ip) for s, v, ip in kbuild.parse_fragment(
+        str(ROOT / "ci" / "kconfig" / "fstests.config"))}
+    for sym in ("CONFIG_BLK_DEV_LOOP", "CONFIG_QUOTA", "CONFIG_QFMT_V2", "CONFIG_BLK_DEV_DM",
+                "CONFIG_DM_FLAKEY", "CONFIG_DM_SNAPSHOT", "CONFIG_DM_LOG_WRITES",
+                "CONFIG_TMPFS_POSIX_ACL", "CONFIG_TMPFS_XATTR", "CONFIG_SYSCTL"):
+        assert opts[sym] == ("y", False), sym
+    base = {s for s, v, ip in kbuild.parse_fragment(str(ROOT / "ci" / "kconfig" / "base.config"))
+            if v == "y"}
+    # the root disk and ext2 with xattr/ACL/security come from base.config
+    assert {"CONFIG_VIRTIO_BLK", "CONFIG_EXT4_FS", "CONFIG_DEVTMPFS", "CONFIG_EXT2_FS_XATTR",
+            "CONFIG_EXT2_FS_POSIX_ACL", "CONFIG_EXT2_FS_SECURITY"} <= base
+
+
+# ---------------------------------------------------------------- source
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    r = tmp_path / "repo"
+    shutil.copytree(ROOT / "ci" / "fstests", r / "ci" / "fstests")
+    monkeypatch.setenv("FORK_REPO", str(r))
+    monkeypatch.delenv("FORK_FSTESTS_URL", raising=False)
+    monkeypatch.delenv("FORK_FSTESTS_COMMIT", raising=False)
+    return r
+
+
+def test_source_prefers_env_then_local_bundle(repo, tmp_path, monkeypatch):
+    conf = fsroot.read_conf()
+    url, commit = fsroot.source()
+    assert url == conf["URL"] and commit == conf["COMMIT"]
+    bundle = tmp_path / conf["LOCAL_BUNDLE"]
+    bundle.parent.mkdir(parents=True)
+    bundle.write_text("bundle")
+    assert fsroot.source()[0] == str(bundle)
+    monkeypatch.setenv("FORK_FSTESTS_URL", "/some/clone")
+    assert fsroot.source()[0] == "/some/clone"
+    monkeypatch.setenv("FORK_FSTESTS_COMMIT", "not-hex")
+    with pytest.raises(ForkError, match="not a hex commit id"):
+        fsroot.source()
+
+
+def test_root_key_follows_inputs(repo, monkeypatch):
+    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    (repo / "debian.sources").write_text(
+        "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
+        "Components: main\nSigned-By: /k.gpg\n")
+    inp = fsroot.inputs()
+    assert inp["mirror"] == "http://deb.example.org/debian" and inp["keyring"] == "/k.gpg"
+    assert "xfsprogs" in inp["packages"] and "fio" in inp["packages"]
+    k1 = fsroot.root_key(inp)
+    with open(repo / "ci" / "fstests" / "packages", "a") as fh:
+        fh.write("strace\n")
+    assert fsroot.root_key(fsroot.inputs()) != k1
+    (repo / "ci" / "fstests" / "source.conf").write_text(
+        (ROOT / "ci" / "fstests" / "source.conf").read_text().replace("SUITE=bookworm",
+                                                                      "SUITE=trixie"))
+    with pytest.raises(ForkError, match="no `deb` entry for suite trixie"):
+        fsroot.inputs()
+
+
+def test_bad_package_name(repo):
+    (repo / "ci" / "fstests" / "packages").write_text("xfsprogs\nrm -rf\n")
+    with pytest.raises(ForkError, match="not a Debian package name"):
+        fsroot.packages()
+
+
+def test_read_groups(tmp_path):
+    (tmp_path / "tests" / "generic").mkdir(parents=True)
+    (tmp_path / "tests" / "generic" / "group.list").write_text(
+        "# QA groups control file\n\n001 rw dir udf auto quick\n002 metadata auto quick\n")
+    assert fsroot.read_groups(str(tmp_path)) == {
+        "generic/001": ["rw", "dir", "udf", "auto", "quick"],
+        "generic/002": ["metadata", "auto", "quick"]}
+
+
+# ------------------------------------------------ the pipeline, fake guest
+
+@pytest.fixture
+def pipeline(tmp_path, monkeypatch, repo):
+    """cmd_fstests.main with a fake root, fake builds and a fake guest that
+    'runs' each test with the outcome in `outcomes[kernel][test]`."""
+    work = tmp_path / "work"
+    monkeypatch.setenv("FORK_WORKDIR", str(work))
+    root_img = tmp_path / "root.img"
+    root_img.write_bytes(b"\0" * 4096)
+    monkeypatch.setattr(fsroot, "ensure_root", lambda prog, log: {
+        "image": str(root_img), "key": "rootkey", "fstests_url": "/b/xfstests.bundle",
+        "fstests_commit": "63a29724a85f1999e49bf0a9bf0d22643b6116e5", "groups": GROUPS,
+        "inputs": {"suite": "bookworm"}})
+    monkeypatch.setattr(cmd_fstests, "Series", lambda path: types.SimpleNamespace(
+        distro_branch="distro/7.3", head_branch="series/7.3"))
+    monkeypatch.setattr(cmd_fstests, "rev_parse", lambda rev: (rev.replace("/", "") * 10)[:40])
+    monkeypatch.setattr(cmd_fstests, "qemu_binary", lambda: "qemu")
+    monkeypatch.setattr(cmd_fstests, "build", lambda rev, flavour, do_patchcheck, prog:
+                        types.SimpleNamespace(image="/k/%s.bzImage" % rev.replace("/", "-"),
+                                              image_sha256=rev.replace("/", "") * 8,
+                                              version="7.3"))
+    state = {"outcomes": {}, "boots": [], "stop_after": None}
+
+    def fake_guest(kernel, script, disks, timeout, prog, log, label):
+        tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
+        state["boots"].append((os.path.basename(kernel), tests))
+        outcome = state["outcomes"][os.path.basename(kernel)]
+        cases, console = [], ["FSTESTS-BEGIN"]
+        for n, t in enumerate(tests):
+            if state["stop_after"] is not None and n >= state["stop_after"]:
+                console.append("FSTESTS-TIME-LIMIT")
+                break
+            st = outcome.get(t, "pass")
+            console += ["run fstests %s at now" % t, "%s 3s ...  3s" % t]
+            body = {"pass": "", "notrun": "<skipped message=\"no\"/>",
+                    "fail": "<failure message=\"output mismatch\" type=\"TestFail\"/>"}[st]
+            cases.append('<testcase classname="xfstests.global" name="%s" time="3">%s'
+                         '</testcase>' % (t, body))
+        console.append("FSTESTS-END check-exit=0")
+        xml = Path(log).parent / "x.xml"
+        xml.write_text('<?xml version="1.0"?><testsuite>%s</testsuite>' % "".join(cases))
+        # as the guest does: fstests' results tree on the results disk
+        subprocess.run(["debugfs", "-w", "-R", "mkdir xfstests", disks[3]], check=True,
+                       capture_output=True)
+        subprocess.run(["debugfs", "-w", "-R", "write %s xfstests/result.xml" % xml, disks[3]],
+                       check=True, capture_output=True)
+        # TEST_DEV: a clean ext2 (the guest's mkfs.ext2)
+        for d in disks[1:3]:
+            subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", d], check=True)
+        Path(log).write_text("\n".join(console) + "\nFORK-EXIT-STATUS: 0\n")
+        return types.SimpleNamespace(ok=True, rc=0, error=None, problems=[], seconds=1.0,
+                                     log=log, output=[])
+
+    monkeypatch.setattr(cmd_fstests, "run_guest", fake_guest)
+    monkeypatch.setattr(fstests, "DISK_MB", {"test": 8, "scratch": 8, "results": 8})
+    return state
+
+
+def run_main(*argv):
+    from forkkit import cli
+    return cli.main(["fstests"] + list(argv))
+
+
+def test_pipeline_new_failure_exits_1(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
+                            "series-7.3.bzImage": {"generic/002": "notrun",
+                                                   "generic/013": "fail"}}
+    rc = run_main("generic/001", "generic/002", "generic/013")
+    out = capsys.readouterr()
+    assert rc == 1, out
+    assert re.search(r"generic/013\s+pass\s+fail\s+3s\s+3s\s+new failure", out.out)
+    assert re.search(r"generic/002\s+notrun\s+notrun\s+.*same", out.out)
+    assert "e2fsck -fn after each boot: clean (2 boots" in out.out
+    assert "1 new failures on the series: generic/013" in out.err
+    report = json.loads(Path(re.search(r"results: (\S+)", out.out).group(1), "fstests.json")
+                        .read_text())
+    assert report["meta"]["fstests_commit"].startswith("63a29724")
+    assert report["meta"]["fstests_url"] == "/b/xfstests.bundle"
+    assert report["totals"]["series"] == {"pass": 1, "fail": 1, "notrun": 1, "seconds": 9}
+    assert report["meta"]["command"] == ("tools/fork fstests distro/7.3 series/7.3 generic/001 "
+                                         "generic/002 generic/013")
+    rundir = Path(report["meta"]["run_dir"])
+    assert [b["side"] for b in report["boots"]] == ["base", "series"]
+    assert (Path(report["boots"][0]["dir"]) / "results" / "xfstests" / "result.xml").exists()
+    assert report["boots"][0]["xunit"].endswith("/results/xfstests/result.xml")
+    assert "| generic/013 | pass | fail | 3s | 3s | **new failure** |" in \
+        (rundir / "fstests.md").read_text()
+    # nothing re-runs: the results are kept per test
+    before = len(pipeline["boots"])
+    assert run_main("generic/001", "generic/002", "generic/013") == 1
+    assert len(pipeline["boots"]) == before
+
+
+def test_pipeline_reuses_base_results_for_another_series(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {},
+                            "scratch-fault.bzImage": {"generic/001": "fail"}}
+    assert run_main("generic/001") == 0
+    assert run_main("distro/7.3", "scratch/fault", "generic/001") == 1
+    # the base kernel ran generic/001 once: the second comparison reused it
+    assert [b[0] for b in pipeline["boots"]] == ["distro-7.3.bzImage", "series-7.3.bzImage",
+                                                 "scratch-fault.bzImage"]
+    # --fresh runs both kernels again
+    assert run_main("distro/7.3", "scratch/fault", "generic/001", "--fresh") == 1
+    assert [b[0] for b in pipeline["boots"][3:]] == ["distro-7.3.bzImage",
+                                                     "scratch-fault.bzImage"]
+
+
+def test_tests_may_follow_options(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "scratch-fault.bzImage": {}}
+    assert run_main("distro/7.3", "scratch/fault", "--time-limit", "900", "generic/001",
+                    "generic/013") == 0
+    assert pipeline["boots"][0] == ("distro-7.3.bzImage", ["generic/001", "generic/013"])
+    with pytest.raises(SystemExit) as exc:
+        run_main("generic/001", "--no-such-option")
+    assert exc.value.code == 2
+
+
+def test_pipeline_same_and_fixed_exit_0(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/013": "fail"},
+                            "series-7.3.bzImage": {}}
+    rc = run_main("generic/001", "generic/013")
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert re.search(r"generic/013\s+fail\s+pass.*fixed", out)
+
+
+def test_pipeline_time_limit_then_resume(pipeline, capsys):
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["stop_after"] = 1
+    rc = run_main("generic/001", "generic/002", "generic/013", "--time-limit", "600")
+    out = capsys.readouterr()
+    assert rc == 3, out
+    assert "run the same command again to continue" in out.err
+    assert re.search(r"generic/002\s+-\s+-.*pending", out.out)
+    pipeline["stop_after"] = None
+    boots = len(pipeline["boots"])
+    assert run_main("generic/001", "generic/002", "generic/013", "--time-limit", "600") == 0
+    # the second run asked each kernel only for what had not run
+    assert pipeline["boots"][boots:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
+                                         ("series-7.3.bzImage", ["generic/002", "generic/013"])]
+
+
+def test_pipeline_group_uses_exclude_list(pipeline, repo, capsys):
+    (repo / "ci" / "fstests" / "ext2.exclude").write_text(
+        "generic/002  # hangs on distro/7.3: test\n")
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("--group", "quick") == 0
+    out = capsys.readouterr().out
+    assert pipeline["boots"][0][1] == ["ext4/001", "generic/001"]
+    assert "excluded generic/002: hangs on distro/7.3: test" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["a", "b", "c"], "'c' is neither a test name"),
+    (["generic/001", "distro/7.3"], "comes after test names"),
+    (["generic/001", "--group", "quick"], "either --group or test names"),
+    (["--time-limit", "-5", "generic/001"], "--time-limit must be"),
+    (["--series", "nope", "generic/001"], "no series at nope"),
+])
+def test_bad_input_one_line(argv, msg, tmp_path):
+    env = dict(os.environ, FORK_WORKDIR=str(tmp_path / "work"))
+    proc = subprocess.run([PYTHON, str(FORK), "fstests"] + argv, capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 1, proc
+    assert proc.stderr.startswith("fork fstests: error: ")
+    assert msg in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_root_build_needs_root(repo, monkeypatch, tmp_path):
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(ForkError, match="needs root"):
+        fsroot.build_root({"suite": "bookworm"}, "k", None, str(tmp_path / "log"))
+
+
+def test_background_reraises_in_caller():
+    def boom():
+        raise ForkError("build of series/7.3 failed")
+    bg = cmd_fstests.Background(boom)
+    with pytest.raises(ForkError, match="build of series/7.3 failed"):
+        bg.result()
+    assert cmd_fstests.Background(lambda: 42).result() == 42
+
+
+def test_fsck_verdict_tells_a_wiped_disk_from_a_clean_one():
+    # measured: the scratch disk after a run, e2fsck -fn exit 0 on a backup
+    assert fstests.fsck_verdict(0, "ext2fs_open2: Bad magic number in super-block\n"
+                                   "e2fsck: Superblock invalid, trying backup blocks...\n",
+                                "x") == fstests.WIPED
+    assert fstests.fsck_verdict(0, "test.img: 122/262144 files\n", "x") == "clean"
+    assert fstests.fsck_verdict(4, "Free blocks count wrong for group #0\n", "/e.txt") == \
+        "e2fsck -fn exit 4 (/e.txt)"
+    boots = [{"side": "base", "n": 1, "e2fsck": {"test": "clean", "scratch": fstests.WIPED}},
+             {"side": "series", "n": 1, "e2fsck": {"test": "e2fsck -fn exit 4 (/e.txt)",
+                                                   "scratch": "clean"}}]
+    assert cmd_fstests.e2fsck_summary(boots[:1]).startswith("clean")
+    assert cmd_fstests.e2fsck_summary(boots) == "boot series 1: test e2fsck -fn exit 4 (/e.txt)"

@@ -1,0 +1,378 @@
+"""fstests: the community's filesystem regression suite on ext2, base
+kernel against series kernel, in QEMU (TCG).
+
+Builds BASE (default ``distro/<ver>``) and SERIES (default
+``series/<ver>``) with the ``fstests`` config flavour, boots each with the
+same tests and prints per test the base status, the series status
+(pass / fail / notrun), the times and the verdict: **new failure** (fails
+on the series only), fixed, same.  Exits 1 on any new failure, 3 when the
+time limit stopped the run before every test ran on both kernels (run the
+same command again to continue), 0 otherwise.
+
+Tests: names (``generic/001 generic/013``), or ``--group G`` (every
+generic/ and ext4/ test of that fstests group, as ``check -g`` selects for
+ext2; default ``quick``).  Tests in ``ci/fstests/ext2.exclude`` (failing or
+hanging on the base kernel, each with its measured reason) are left out
+and listed.
+
+The guest: the kit's initramfs mounts a Debian root image (debootstrap of
+the machine's own mirror, fstests built inside it; made once and cached in
+work/fstests/roots/, which needs root) from /dev/vda and runs fstests'
+``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
+SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
+``_check_filesystems`` after every test), results on /dev/vdd.  After every
+boot the host runs ``e2fsck -fn`` on both disks and copies fstests'
+results/ tree (with ``result.xml``) out with debugfs.
+
+Results are kept per kernel image (with the root and the profile) in
+``work/fstests/kernels/<image>-<root>-<profile>/``: ``tests.json`` and per
+boot the console log, fstests' results tree (``result.xml``) and the e2fsck
+output; so a base kernel's results serve every series compared with it.
+Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
+(every test, every boot), ``fstests.md`` and the command that repeats it.
+Runs resume per test: the same command skips what already finished
+(``--fresh`` runs the selected tests again on both kernels).  The series
+kernel builds while the base kernel's guest runs.
+``--time-limit S`` bounds the test time (builds not counted): check is
+stopped after its current test and the run ends with what finished.  fstests
+comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
+overrides), recorded in every result.
+"""
+
+import hashlib
+import os
+import shlex
+import shutil
+import threading
+import time
+
+from . import fsroot, fstests
+from .common import (ForkError, Progress, check_output_path, ensure_dir, new_log, rev_parse,
+                     run, which, wpath)
+from .kbuild import build
+from .qemu import failure_message, qemu_binary, run_guest
+from .series import PRIMARY, Series
+
+HELP = "fstests on ext2: base vs series kernel in QEMU; new failures fail"
+
+# seconds a boot gets beyond the test time limit: boot, mkfs, report, power off
+BOOT_MARGIN = 600
+# without --time-limit: the most one boot may take before QEMU is stopped
+NO_LIMIT = 12 * 3600
+SIDES = ("base", "series")
+
+
+def add_arguments(p):
+    p.add_argument("args", nargs="*", metavar="BASE SERIES TESTS",
+                   help="up to two revisions (base, then series), then fstests test names "
+                        "such as generic/001")
+    p.set_defaults(intermixed="args")
+    p.add_argument("--series", default=PRIMARY,
+                   help="series directory for the default revisions (default: patches)")
+    p.add_argument("--group", help="run every generic/ and ext4/ test of this fstests group "
+                                   "(default when no test is named: quick)")
+    p.add_argument("--time-limit", type=int, default=0, metavar="S",
+                   help="stop after S seconds of testing (both kernels; builds not counted); "
+                        "rerun the same command to continue")
+    p.add_argument("--fresh", action="store_true",
+                   help="forget the finished tests of this run and start again")
+    p.add_argument("--json", help="also write the JSON of every test to this file")
+    p.add_argument("--markdown", help="also write the markdown table to this file")
+
+
+def split_args(words):
+    """(revisions, tests): test names look like generic/001."""
+    revs, tests = [], []
+    for w in words:
+        if fstests.TEST_RE.match(w):
+            tests.append(w)
+        elif tests:
+            raise ForkError("%r comes after test names: give BASE and SERIES first, then the "
+                            "tests" % w)
+        else:
+            revs.append(w)
+    if len(revs) > 2:
+        raise ForkError("%r is neither a test name (like generic/001) nor needed as a revision: "
+                        "give at most BASE and SERIES" % revs[2])
+    return revs, tests
+
+
+def repeat_command(args, revs, tests, group):
+    parts = ["tools/fork", "fstests"] + list(revs)
+    if args.series != PRIMARY:
+        parts += ["--series", args.series]
+    if group:
+        parts += ["--group", group]
+    if args.time_limit:
+        parts += ["--time-limit", str(args.time_limit)]
+    parts += tests
+    cmd = " ".join(shlex.quote(p) for p in parts)
+    if os.environ.get("FORK_FSTESTS_URL"):
+        cmd = "FORK_FSTESTS_URL=%s %s" % (shlex.quote(os.environ["FORK_FSTESTS_URL"]), cmd)
+    return cmd
+
+
+def main(args):
+    prog = Progress("fstests")
+    revs, tests = split_args(args.args)
+    group = args.group
+    if not tests and not group:
+        group = "quick"
+    if tests and group:
+        raise ForkError("give either --group or test names, not both")
+    if args.time_limit < 0:
+        raise ForkError("--time-limit must be a number of seconds >= 0 (0: no limit)")
+    for path, what in ((args.json, "JSON file"), (args.markdown, "markdown file")):
+        if path:
+            check_output_path(path, what)
+    series = Series(args.series)
+    revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
+    commits = [rev_parse(r) for r in revs]
+    qemu_binary()
+    for prog_name in ("debugfs", "e2fsck", "mke2fs"):
+        which(prog_name, "e2fsprogs")
+    exclude = fstests.parse_exclude()
+    log = new_log("fstests-root")
+    root = fsroot.ensure_root(prog, log)
+    chosen, excluded = fstests.select(tests, group, root["groups"], exclude)
+    if not chosen:
+        raise ForkError("every selected test is in ci/fstests/ext2.exclude: nothing to run")
+    prog.say("%d tests (%s)%s; fstests %s at %s" % (
+        len(chosen), "group " + group if group else "named",
+        ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
+        root["fstests_commit"][:12]))
+    # The series builds (build lock) while the base kernel boots (guest lock).
+    images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
+    later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
+    profile_key = hashlib.sha256(fstests.profile_text().encode()).hexdigest()[:8]
+    stores = {}
+    run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
+                                       " ".join(chosen)]).encode()).hexdigest()[:16]
+    rundir = ensure_dir(wpath("fstests", "runs", run_id))
+    command = repeat_command(args, revs, tests, args.group)
+    meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
+            "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
+            "root_key": root["key"], "suite": root["inputs"]["suite"],
+            "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
+            "run_dir": rundir}
+    with open(os.path.join(rundir, "command.txt"), "w") as fh:
+        fh.write(command + "\n")
+    prog.say("run directory %s" % rundir)
+    deadline = time.monotonic() + args.time_limit if args.time_limit else None
+    results = {}
+    try:
+        for n, side in enumerate(SIDES):
+            if side not in images:
+                waited = time.monotonic()
+                images[side] = later.result()
+                if deadline is not None:    # builds do not count against the limit
+                    deadline += time.monotonic() - waited
+            img = images[side]
+            meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
+                          "image_sha256": img.image_sha256, "version": img.version}
+            # results are kept per kernel image (and root and profile): a base
+            # run serves every series compared with it
+            store = stores[side] = ensure_dir(wpath("fstests", "kernels", "%s-%s-%s" % (
+                img.image_sha256[:16], root["key"], profile_key)))
+            rpath = os.path.join(store, "tests.json")
+            results[side] = fstests.read_json(rpath, {})
+            if args.fresh:
+                results[side] = {t: r for t, r in results[side].items() if t not in chosen}
+                fstests.write_json(rpath, results[side])
+            while True:
+                todo = [t for t in chosen if t not in results[side]]
+                if not todo:
+                    break
+                if deadline is not None:
+                    budget = (deadline - time.monotonic()) / (len(SIDES) - n)
+                    if budget < 60:
+                        prog.say("%s: time limit reached, %d tests not run" % (side, len(todo)))
+                        break
+                else:
+                    budget = NO_LIMIT
+                done_before = len(results[side])
+                info = boot(side, img.image, todo, budget, store, root, prog,
+                            len(chosen) - len(todo), len(chosen))
+                results[side].update(info.pop("records"))
+                fstests.write_json(rpath, results[side])
+                bpath = os.path.join(store, "boots.json")
+                fstests.write_json(bpath, fstests.read_json(bpath, []) + [info])
+                if info["limit"]:
+                    break
+                if len(results[side]) == done_before:
+                    raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+    finally:
+        later.join()
+    # every boot that gave these kernels' results, earlier runs included
+    boots = [b for side in SIDES if side in stores
+             for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
+             if set(b.get("tests", [])) & set(chosen)]
+    rows = fstests.compare(chosen, results["base"], results["series"])
+    meta["e2fsck"] = e2fsck_summary(boots)
+    report = {"meta": meta, "tests": rows, "boots": boots,
+              "totals": {s: fstests.totals(rows, s) for s in SIDES}}
+    fstests.write_json(os.path.join(rundir, "fstests.json"), report)
+    md = fstests.markdown(meta, rows, excluded)
+    with open(os.path.join(rundir, "fstests.md"), "w") as fh:
+        fh.write(md)
+    if args.json:
+        fstests.write_json(args.json, report)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(md)
+    print(fstests.table(rows))
+    for t in sorted(excluded):
+        print("excluded %s: %s" % (t, excluded[t]))
+    for s in SIDES:
+        tot = report["totals"][s]
+        print("%s: %d pass, %d fail, %d notrun, %ds of tests" % (
+            s, tot["pass"], tot["fail"], tot["notrun"], tot["seconds"]))
+    print("e2fsck -fn after each boot: %s" % meta["e2fsck"])
+    print("results: %s (fstests.json, fstests.md; per boot console.log, results/, e2fsck.txt "
+          "under %s)" % (rundir, ", ".join(stores[s] for s in SIDES if s in stores)))
+    print("repeat: %s" % command)
+    new = [r for r in rows if r["verdict"] == "new failure"]
+    pending = [r for r in rows if r["verdict"] == "pending"]
+    if new:
+        prog.say("%d new failures on the series: %s" % (len(new), ", ".join(
+            "%s (%s)" % (r["test"], r["series_message"][:80]) for r in new)))
+        return 1
+    if pending:
+        prog.say("incomplete: %d tests have not run on both kernels yet; run the same command "
+                 "again to continue" % len(pending))
+        return 3
+    prog.say("no new failures")
+    return 0
+
+
+def e2fsck_summary(boots):
+    bad = ["boot %s %s: %s %s" % (b["side"], b["n"], d, v) for b in boots
+           for d, v in sorted(b["e2fsck"].items()) if v not in ("clean", fstests.WIPED)]
+    if not boots:
+        return "n/a"
+    wiped = sum(1 for b in boots for v in b["e2fsck"].values() if v == fstests.WIPED)
+    return "clean (%d boots, test and scratch disks%s)" % (
+        len(boots), "; %d scratch disks left wiped by fstests" % wiped if wiped else "") \
+        if not bad else "; ".join(bad)
+
+
+class Background(threading.Thread):
+    """Runs fn() in a thread; result() waits and returns it or raises what
+    it raised."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn, self.value, self.exc = fn, None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.value = self.fn()
+        except BaseException as exc:    # re-raised in the caller's thread
+            self.exc = exc
+
+    def result(self):
+        self.join()
+        if self.exc is not None:
+            raise self.exc
+        return self.value
+
+
+class Follower(threading.Thread):
+    """Prints a progress line per finished test while the guest runs,
+    from the console log (check's result line per test)."""
+
+    def __init__(self, log, side, done, total, prog):
+        super().__init__(daemon=True)
+        self.log, self.side, self.done0, self.total, self.prog = log, side, done, total, prog
+        self.stop = threading.Event()
+        self.seen = set()
+        self.t0 = time.monotonic()
+
+    def run(self):
+        while not self.stop.wait(3):
+            self.poll()
+        self.poll()
+
+    def poll(self):
+        try:
+            with open(self.log, errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            return
+        for test, status in fstests.console_tests(text):
+            if status is None or test in self.seen:
+                continue
+            self.seen.add(test)
+            done = self.done0 + len(self.seen)
+            el = time.monotonic() - self.t0
+            est = el / len(self.seen) * (self.total - done)
+            self.prog.say("%s %d/%d %s %s (boot elapsed %dm%02ds, about %dm left for %s)" % (
+                self.side, done, self.total, test, status, el // 60, el % 60, est // 60,
+                self.side))
+
+
+def boot(side, kernel, tests, budget, store, root, prog, done, total):
+    """One guest run of `tests` on `kernel`; returns the boot's record.
+    Its console log, results tree and e2fsck output go to store/boot-<n>."""
+    n = len([d for d in os.listdir(store) if d.startswith("boot-")]) + 1
+    bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
+    disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
+    try:
+        run(["cp", "--sparse=always", root["image"], disks["root"]])
+        for d in ("test", "scratch", "results"):
+            with open(disks[d], "wb") as fh:
+                fh.truncate(fstests.DISK_MB[d] << 20)
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", disks["results"]])
+        limit = max(60, int(budget) - 120)
+        script = fstests.guest_script(tests, limit)
+        log = os.path.join(bdir, "console.log")
+        prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
+                 % (side, n, len(tests), os.path.basename(kernel), limit))
+        follow = Follower(log, side, done, total, prog)
+        follow.start()
+        try:
+            res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
+                                                                 "results")],
+                            timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests")
+        finally:
+            follow.stop.set()
+            follow.join()
+        fsck = {}
+        with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
+            for d in ("test", "scratch"):
+                proc = run(["e2fsck", "-fn", disks[d]], check=False)
+                out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
+                                                                 proc.stdout, proc.stderr))
+                fsck[d] = fstests.fsck_verdict(proc.returncode, proc.stdout + proc.stderr,
+                                               os.path.join(bdir, "e2fsck.txt"))
+        resdir = os.path.join(bdir, "results")
+        if os.path.exists(resdir):
+            shutil.rmtree(resdir)
+        ensure_dir(resdir)
+        run(["debugfs", "-R", "rdump /%s %s" % (fstests.RESULT_DIR, resdir), disks["results"]])
+        xml = os.path.join(resdir, fstests.RESULT_DIR, "result.xml")
+        xunit = fstests.parse_xunit(xml) if os.path.exists(xml) else {}
+        with open(log, errors="replace") as fh:
+            console = fh.read()
+        records, limit_hit = fstests.boot_records(tests, xunit, console,
+                                                  bool(res.error and "timed out" in res.error))
+    finally:
+        for d in ("root", "test", "scratch", "results"):
+            try:
+                os.unlink(disks[d])
+            except OSError:
+                pass
+    error = None if res.ok else failure_message(res)
+    if res.problems:
+        prog.say("%s boot %d: %d kernel reports in the console, first: %s"
+                 % (side, n, len(res.problems), res.problems[0]))
+    counts = {s: sum(1 for r in records.values() if r["status"] == s) for s in fstests.STATUSES}
+    prog.say("%s boot %d: %d tests finished (%s) in %.0fs; e2fsck test: %s, scratch: %s"
+             % (side, n, len(records), ", ".join("%d %s" % (counts[s], s)
+                                                for s in fstests.STATUSES),
+                res.seconds, fsck["test"], fsck["scratch"]))
+    return {"side": side, "n": n, "dir": bdir, "console": log, "seconds": round(res.seconds),
+            "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
+            "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
+            "xunit": xml if os.path.exists(xml) else None, "records": records}

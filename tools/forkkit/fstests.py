@@ -1,0 +1,379 @@
+"""fstests on ext2 in QEMU: the ext2 profile, the guest script, the
+selection of tests, reading fstests' results (xunit result.xml, console)
+and the base-vs-series verdicts and reports.  cmd_fstests puts it together;
+fsroot.py makes the guest root.
+
+The guest is the kit's busybox initramfs (qemu.run_guest, one guest at a
+time under Lock("guest")); its command mounts the root image (/dev/vda,
+ext4), chroots into it and runs fstests' ./check there with TEST_DEV
+/dev/vdb and SCRATCH_DEV /dev/vdc (mkfs.ext2 in the guest) and the results
+on /dev/vdd, which the host reads back with debugfs rdump.
+"""
+
+import json
+import os
+import re
+import shlex
+import xml.etree.ElementTree as ET
+
+from .common import ForkError, repo_root
+
+# test ids fstests' check takes (tests/<dir>/<number>)
+TEST_RE = re.compile(r"^(generic|ext4|shared|perf|selftest)/(\d{3,})$")
+# dirs check runs for FSTYP=ext2: generic, and ext4's for groups
+SELECT_DIRS = ("generic", "ext4")
+
+DEVICES = {"root": "/dev/vda", "test": "/dev/vdb", "scratch": "/dev/vdc",
+           "results": "/dev/vdd"}
+PROFILE = {
+    "FSTYP": "ext2",
+    "TEST_DEV": DEVICES["test"],
+    "TEST_DIR": "/mnt/test",
+    "SCRATCH_DEV": DEVICES["scratch"],
+    "SCRATCH_MNT": "/mnt/scratch",
+    # default ext2 mkfs and mount: no options
+    "MKFS_OPTIONS": "",
+    "MOUNT_OPTIONS": "",
+    "RESULT_BASE": "/results/xfstests",
+}
+DISK_MB = {"test": 4096, "scratch": 4096, "results": 256}
+RESULT_DIR = "xfstests"     # on the results disk
+
+STATUSES = ("pass", "fail", "notrun")
+
+
+def profile_text(profile=None):
+    """fstests' local.config of the ext2 profile."""
+    profile = profile or PROFILE
+    lines = ["# written by tools/fork fstests (ext2 profile)"]
+    for k in sorted(profile):
+        lines.append("export %s=%s" % (k, shlex.quote(profile[k])))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- selection
+
+def parse_exclude(path=None):
+    """{test: reason} of ci/fstests/ext2.exclude: `TEST  # reason` lines;
+    a test without a measured reason is refused."""
+    path = path or os.path.join(repo_root(), "ci", "fstests", "ext2.exclude")
+    out = {}
+    if not os.path.exists(path):
+        return out
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            test, _, reason = line.partition("#")
+            test, reason = test.strip(), reason.strip()
+            if not TEST_RE.match(test):
+                raise ForkError("%s:%d: %r is not a test name like generic/001: fix the line"
+                                % (path, n, test))
+            if not reason:
+                raise ForkError("%s:%d: %s has no reason: write the failure or hang measured "
+                                "on the base kernel after `#`" % (path, n, test))
+            out[test] = reason
+    return out
+
+
+def select(tests, group, groups, exclude):
+    """The ordered list of tests to run and the {test: reason} excluded.
+
+    `tests` are explicit names; `group` picks every test of generic/ and
+    ext4/ in that group (what fstests' check -g does for ext2); `groups`
+    is {test: [group, ...]} of the root's fstests."""
+    if tests and group:
+        raise ForkError("give either --group or test names, not both")
+    if tests:
+        bad = [t for t in tests if not TEST_RE.match(t)]
+        if bad:
+            raise ForkError("%r is not an fstests test name: use DIR/NUMBER such as "
+                            "generic/001" % bad[0])
+        unknown = [t for t in tests if groups and t not in groups]
+        if unknown:
+            raise ForkError("no test %s in this fstests checkout: see tests/%s/ of fstests "
+                            "(e.g. generic/001)" % (unknown[0], unknown[0].split("/")[0]))
+        chosen = []
+        for t in tests:
+            if t not in chosen:
+                chosen.append(t)
+    else:
+        if not re.match(r"^[a-z0-9_-]+$", group or ""):
+            raise ForkError("group %r is not an fstests group name (e.g. quick, auto)" % group)
+        chosen = sorted(t for t, g in groups.items()
+                        if t.split("/")[0] in SELECT_DIRS and group in g)
+        if not chosen:
+            raise ForkError("no generic/ or ext4/ test is in group %r: see `group.list` in "
+                            "fstests' tests/generic (e.g. quick, auto, rw)" % group)
+    excluded = {t: exclude[t] for t in chosen if t in exclude}
+    return [t for t in chosen if t not in excluded], excluded
+
+
+# ------------------------------------------------------------ guest script
+
+def guest_script(tests, limit_s, profile=None):
+    """The /fork/cmd of one boot: mount the root and results disks, write
+    local.config and the test list, chroot and run ./check -R xunit; a
+    watchdog sends check SIGTERM after limit_s, which check (bash) handles
+    after the current test: it writes its report and stops."""
+    run = "\n".join([
+        "#!/bin/bash",
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "export LC_ALL=C HOME=/root",
+        "cd /opt/xfstests || exit 92",
+        "for d in %s %s; do mkfs.ext2 -F -q $d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
+        "failed\"; exit 91; }; done" % (DEVICES["test"], DEVICES["scratch"]),
+        "mkdir -p /mnt/test /mnt/scratch /results/%s" % RESULT_DIR,
+        "echo \"FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)\"",
+        "./check -R xunit $(cat /results/fork-tests) &",
+        "pid=$!",
+        "( sleep %d; echo FSTESTS-TIME-LIMIT; kill -TERM $pid ) &" % max(1, int(limit_s)),
+        "watch=$!",
+        "wait $pid",
+        "rc=$?",
+        "kill $watch 2>/dev/null",
+        "echo \"FSTESTS-END check-exit=$rc\"",
+        "sync",
+        "exit 0",
+    ])
+    r = "/mnt/root"
+    lines = [
+        "mkdir -p %s" % r,
+        "mount -t ext4 %s %s || { echo 'FSTESTS-ERROR: cannot mount the root disk'; exit 90; }"
+        % (DEVICES["root"], r),
+        "mount -t proc proc %s/proc" % r,
+        "mount -t sysfs sysfs %s/sys" % r,
+        "mount -t devtmpfs devtmpfs %s/dev" % r,
+        "mkdir -p %s/dev/shm %s/dev/pts %s/results" % (r, r, r),
+        "mount -t tmpfs tmpfs %s/dev/shm" % r,
+        "mount -t devpts devpts %s/dev/pts 2>/dev/null" % r,
+        "mount -t tmpfs tmpfs %s/tmp" % r,
+        "mount -t ext4 %s %s/results || { echo 'FSTESTS-ERROR: cannot mount the results "
+        "disk'; exit 90; }" % (DEVICES["results"], r),
+        "cat > %s/opt/xfstests/local.config <<'FORK_EOF'\n%sFORK_EOF" % (r, profile_text(profile)),
+        "cat > %s/results/fork-tests <<'FORK_EOF'\n%s\nFORK_EOF" % (r, "\n".join(tests)),
+        "cat > %s/results/fork-run.sh <<'FORK_EOF'\n%s\nFORK_EOF" % (r, run),
+        "chroot %s /bin/bash /results/fork-run.sh" % r,
+        "rc=$?",
+        "sync",
+        "for m in $(awk '$2 ~ \"^%s/\" { print $2 }' /proc/mounts | sort -r); do "
+        "umount $m 2>/dev/null || umount -l $m; done" % r,
+        "exit $rc",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------- results
+
+def parse_xunit(path):
+    """{test: {"status", "seconds", "message"}} of fstests' result.xml."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise ForkError("cannot read fstests' xunit report %s (%s): the run did not finish "
+                        "a test; see the console log" % (path, exc))
+    out = {}
+    for tc in root.iter("testcase"):
+        name = tc.get("name")
+        if not name:
+            continue
+        try:
+            secs = int(float(tc.get("time") or 0))
+        except ValueError:
+            secs = 0
+        status, message = "pass", ""
+        fail = tc.find("failure")
+        if fail is None:
+            fail = tc.find("error")
+        skip = tc.find("skipped")
+        if fail is not None:
+            status, message = "fail", fail.get("message") or ""
+        elif skip is not None:
+            status, message = "notrun", skip.get("message") or ""
+        out[name] = {"status": status, "seconds": secs, "message": message.strip()}
+    return out
+
+
+# console: fstests logs "run fstests generic/001 at 2026-..." to /dev/kmsg
+# as a test starts; check's own result ("  4s", "[not run] why", "- output
+# mismatch", "[failed, exit status 1]") follows, kernel messages between.
+START_RE = re.compile(r"run fstests (\S+/\d+) at ")
+PASS_RE = re.compile(r"(^|\s)\d+s\s*$")
+DONE_MARKS = ("FSTESTS-END", "FSTESTS-TIME-LIMIT", "Ran: ", "Passed all", "Failures: ")
+
+
+def segment_status(lines):
+    """Status of one test from the console lines after its start marker
+    (None: no result seen yet)."""
+    for line in lines:
+        if "[not run]" in line:
+            return "notrun"
+        if "output mismatch" in line or "[failed" in line or "no qualified output" in line \
+                or "_check_generic_filesystem" in line or "_check_dmesg" in line:
+            return "fail"
+    for line in lines:
+        if PASS_RE.search(line) and not re.match(r"^\[[ \d.]+\] ", line):
+            return "pass"
+    return None
+
+
+def console_tests(text):
+    """[(test, status)] in the order the console shows them starting;
+    status None while the test has not finished (its result line not
+    printed and no later test started)."""
+    out, seg = [], None
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        m = START_RE.search(line)
+        if m:
+            if seg is not None:
+                out.append((seg[0], segment_status(seg[1]) or "done"))
+            seg = (m.group(1), [line[m.end():]])
+        elif seg is not None:
+            seg[1].append(line)
+    if seg is not None:
+        st = segment_status(seg[1])
+        if st is None and any(mark in l for l in seg[1] for mark in DONE_MARKS):
+            st = "done"
+        out.append((seg[0], st))
+    return out
+
+
+def boot_records(tests, xunit, console, timed_out):
+    """Per-test records of one boot and whether it finished the list.
+
+    xunit: {test: record} of result.xml (or {}); console: the console log
+    text.  A test the console shows started but that has no result when
+    the guest died or hung is recorded as a failure (crash or hang): the
+    next run continues after it rather than hanging again.
+    Returns (records, interrupted_by_limit)."""
+    records = {t: dict(r) for t, r in xunit.items() if t in tests}
+    started = [t for t, _ in console_tests(console)]
+    limit = "FSTESTS-TIME-LIMIT" in console
+    ended = "FSTESTS-END" in console
+    if started and not ended and started[-1] not in records and not limit:
+        last = started[-1]
+        records[last] = {"status": "fail", "seconds": 0,
+                         "message": "the guest %s during this test"
+                         % ("hung (QEMU timeout)" if timed_out else "died")}
+    return records, limit
+
+
+# fstests wipes the scratch device before each test (_try_wipe_scratch_devs)
+# and repairs TEST_DEV after a failed check (_repair_test_fs): the host's
+# e2fsck after the boot sees what fstests left, and a disk without an ext2
+# superblock is said to be so, not "clean" (e2fsck -n falls back to a
+# backup superblock and may exit 0).
+WIPED = "no primary superblock (wiped by fstests)"
+
+
+def fsck_verdict(rc, output, where):
+    if "Bad magic number in super-block" in output or "Superblock invalid" in output:
+        return WIPED
+    if rc == 0:
+        return "clean"
+    return "e2fsck -fn exit %d (%s)" % (rc, where)
+
+
+def verdict(base, series):
+    """Verdict for one test from the two statuses (None: not run yet)."""
+    if base is None or series is None:
+        return "pending"
+    if series == "fail" and base != "fail":
+        return "new failure"
+    if base == "fail" and series != "fail":
+        return "fixed"
+    if base == series:
+        return "same"
+    return "changed (%s -> %s)" % (base, series)
+
+
+def compare(tests, base, series):
+    """[row] per test: test, base, series, base_s, series_s, verdict."""
+    rows = []
+    for t in tests:
+        b, s = base.get(t), series.get(t)
+        rows.append({"test": t,
+                     "base": b["status"] if b else None,
+                     "series": s["status"] if s else None,
+                     "base_s": b["seconds"] if b else None,
+                     "series_s": s["seconds"] if s else None,
+                     "verdict": verdict(b and b["status"], s and s["status"]),
+                     "series_message": (s or {}).get("message", ""),
+                     "base_message": (b or {}).get("message", "")})
+    return rows
+
+
+def totals(rows, side):
+    out = {k: 0 for k in STATUSES}
+    for r in rows:
+        if r[side] in out:
+            out[r[side]] += 1
+    out["seconds"] = sum(r[side + "_s"] or 0 for r in rows)
+    return out
+
+
+def fmt_status(s):
+    return s if s else "-"
+
+
+def fmt_secs(s):
+    return "-" if s is None else "%ds" % s
+
+
+def table(rows):
+    """Plain text table for the terminal."""
+    lines = ["%-14s %-8s %-8s %7s %7s  %s" % ("test", "base", "series", "base_t", "series_t",
+                                               "verdict")]
+    for r in rows:
+        lines.append("%-14s %-8s %-8s %7s %7s  %s" % (
+            r["test"], fmt_status(r["base"]), fmt_status(r["series"]), fmt_secs(r["base_s"]),
+            fmt_secs(r["series_s"]), r["verdict"]))
+    return "\n".join(lines)
+
+
+def markdown(meta, rows, excluded):
+    """The run as markdown: what ran, totals, per-test table, command."""
+    tb, ts = totals(rows, "base"), totals(rows, "series")
+    out = ["# fstests on ext2: %s vs %s" % (meta["base"]["rev"], meta["series"]["rev"]), ""]
+    for side in ("base", "series"):
+        m = meta[side]
+        out.append("- %s: `%s` (%s), image sha256 %s" % (side, m["rev"], m["commit"][:12],
+                                                         m["image_sha256"][:16]))
+    out += ["- fstests: %s at %s" % (meta["fstests_url"], meta["fstests_commit"]),
+            "- guest root: %s (Debian %s)" % (meta["root_key"], meta["suite"]),
+            "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
+            % (meta["selection"], len(rows), len(excluded)),
+            "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a"),
+            "- reproduce: `%s`" % meta["command"], "",
+            "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |",
+            "| base | %d | %d | %d | %ds |" % (tb["pass"], tb["fail"], tb["notrun"],
+                                               tb["seconds"]),
+            "| series | %d | %d | %d | %ds |" % (ts["pass"], ts["fail"], ts["notrun"],
+                                                 ts["seconds"]),
+            "", "| test | base | series | base time | series time | verdict |",
+            "| --- | --- | --- | ---: | ---: | --- |"]
+    for r in rows:
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            r["test"], fmt_status(r["base"]), fmt_status(r["series"]), fmt_secs(r["base_s"]),
+            fmt_secs(r["series_s"]), "**new failure**" if r["verdict"] == "new failure"
+            else r["verdict"]))
+    if excluded:
+        out += ["", "Excluded (fail or hang on the base kernel):", ""]
+        out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
+    return "\n".join(out) + "\n"
+
+
+def write_json(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def read_json(path, default):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return default
