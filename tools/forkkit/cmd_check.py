@@ -94,6 +94,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     rows = []
     preflight_done = False
     base = rev_parse(series.distro_branch)
+    base_known = None
     for commit in commits_of(rng, series):
         known = None
         if flavour in SANITIZERS:
@@ -104,7 +105,9 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                     "series with --series)" % (commit[:12], series.rel, base[:12]))
                 known = {}
             else:
-                known = base_reports(base, rows, flavour, test, out)
+                if base_known is None:     # once: the base row comes first
+                    base_known = base_reports(base, rows, flavour, test, out)
+                known = base_known
         hit = None if force else kernel.cached_row(commit, flavour, test, prog)
         if hit:
             rows.append(hit)
