@@ -4,9 +4,10 @@
  *
  * Each forked task runs random operations on files in the shared
  * directory DIR/shared and in its private directory DIR/p<task>:
- * create, write/extend (some sparse), truncate, unlink, mkdir/rmdir,
- * rename, fsync, read-back verification and periodic statfs() sanity
- * checks.  Every task keeps a model of the files it owns (name, size,
+ * create, write/extend (some sparse; a quarter of the writes with
+ * O_DIRECT, which maps many blocks in one ext2_get_blocks() call and so
+ * grows reservation windows), truncate, unlink, mkdir/rmdir, rename,
+ * fsync, read-back verification and periodic statfs() sanity checks.  Every task keeps a model of the files it owns (name, size,
  * data key) and checks the filesystem against it:
  *
  *  - data just written reads back identically;
@@ -38,6 +39,7 @@
 #define MAX_SPARSE_GAP	(1024 * 1024)
 #define ZERO_CHECK	(64 * 1024)
 #define STATFS_EVERY	50
+#define DIO_ALIGN	4096
 
 struct stress_conf {
 	const char *dir;
@@ -235,7 +237,7 @@ static void op_write(struct stask *t)
 	size_t len, done;
 	off_t off, old, expect;
 	struct stat st;
-	int fd, err = 0;
+	int fd, err = 0, flags = O_RDWR;
 
 	if (!f) {
 		op_create(t);
@@ -264,8 +266,18 @@ static void op_write(struct stask *t)
 	}
 	if (off + (off_t)len > MAX_FILE_SIZE)
 		off = (off_t)rnd(t, MAX_FILE_SIZE - len);
+	if (rnd(t, 4) == 0) {
+		/* Direct I/O: offset, length and buffers DIO_ALIGN-aligned. */
+		flags |= O_DIRECT;
+		off &= ~(off_t)(DIO_ALIGN - 1);
+		len = (len + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
+		if (off + (off_t)len > MAX_FILE_SIZE)
+			off = MAX_FILE_SIZE - (off_t)len;
+	}
 
-	fd = open(path, O_RDWR);
+	fd = open(path, flags);
+	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
+		fd = open(path, O_RDWR);
 	if (fd < 0)
 		fail_errno("open", path);
 	fill_pattern(t->wbuf, len, f->key, (uint64_t)off);
@@ -273,6 +285,10 @@ static void op_write(struct stask *t)
 		check_err(t, "pwrite", path);
 		err = 1;
 	}
+	/* The checks below read at any offset: buffered from here on. */
+	if ((flags & O_DIRECT) &&
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT))
+		fail_errno("fcntl", path);
 	expect = off + (off_t)done > old ? off + (off_t)done : old;
 	if (err) {
 		/* A failed write may leave the size anywhere in between. */
@@ -613,8 +629,10 @@ static int stress_task(int taskno, void *arg)
 	t->no = taskno;
 	t->r = &c->res[taskno];
 	t->rng = c->seed ^ mix64((uint64_t)taskno + 1);
-	t->wbuf = malloc(MAX_IO);
-	t->rbuf = malloc(MAX_IO);
+	if (posix_memalign((void **)&t->wbuf, DIO_ALIGN, MAX_IO))
+		t->wbuf = NULL;
+	if (posix_memalign((void **)&t->rbuf, DIO_ALIGN, MAX_IO))
+		t->rbuf = NULL;
 	if (!t->wbuf || !t->rbuf)
 		fail("out of memory");
 	path_fmt(t->priv, sizeof(t->priv), "%s/p%d", c->dir, taskno);
