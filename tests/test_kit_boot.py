@@ -119,6 +119,23 @@ SPELLINGS = [
 ]
 
 
+# What sanitizer kernels print at every boot, no report (7.3's spelling).
+BENIGN = [
+    "[    0.6] kcsan: non-strict mode configured - use CONFIG_KCSAN_STRICT=y to see all "
+    "data races",
+    "[    1.0] kcsan: selftest: 3/3 tests passed",
+    "[    0.0] kasan: KernelAddressSanitizer initialized (generic)",
+    "[    1.0] kmemleak: Kernel memory leak detector initialized (mem pool available: 15744)",
+    "[    1.0] kmemleak: Automatic memory scanning thread started",
+]
+
+
+@pytest.mark.parametrize("line", BENIGN)
+def test_scan_passes_what_sanitizers_print_at_boot(tmp_path, line):
+    log = write(tmp_path, "FORK-GUEST-START\n" + line + "\nFORK-EXIT-STATUS: 0\n")
+    assert cmd_boot.scan(log) == (0, []), line
+
+
 @pytest.mark.parametrize("version,line", SPELLINGS)
 def test_scan_each_versions_spelling(tmp_path, version, line):
     log = write(tmp_path, "FORK-GUEST-START\nFORK-EXIT-STATUS: 0\n" + line + "\n")

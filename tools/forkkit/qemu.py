@@ -35,7 +35,7 @@ PROBLEMS = [
     r"inconsistent lock state",
     r"INFO: trying to register non-static key",
     r"KASAN",
-    r"KCSAN",
+    r"KCSAN: ",                             # not "use CONFIG_KCSAN_STRICT=y" at boot
     r"UBSAN",
     r"suspected memory leaks",              # kmemleak
     # kmemleak giving up: a run after this would look leak-free
