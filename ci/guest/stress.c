@@ -47,6 +47,7 @@ struct stress_conf {
 	uint64_t seed;
 	uint64_t max_ops;	/* per task, 0 = unlimited */
 	uint64_t duration;	/* ns, 0 = unlimited */
+	int all_shared;		/* -S: every file in DIR/shared */
 	struct stress_result *res;	/* shared, one per task */
 };
 
@@ -88,12 +89,15 @@ struct stask {
 static void print_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: stress [-p TASKS] [-t SECONDS] [-o OPS] [-s SEED] DIR\n"
+		"usage: stress [-p TASKS] [-t SECONDS] [-o OPS] [-s SEED] [-S] DIR\n"
 		"  TASKS tasks (default 4) run random verified filesystem\n"
 		"  operations in DIR/shared and DIR/p<task> until SECONDS\n"
 		"  (default 10, 0 = no limit) have passed or each task has\n"
 		"  done OPS operations (default 0 = no limit).  SEED defaults\n"
-		"  to a time-based value and is printed in the RESULT line.\n");
+		"  to a time-based value and is printed in the RESULT line.\n"
+		"  -S: every task creates all its files in DIR/shared (one\n"
+		"  directory, so one block group: the tasks allocate side by\n"
+		"  side in the same group and its reservation windows).\n");
 }
 
 static uint64_t rnd(struct stask *t, uint64_t n)
@@ -202,7 +206,7 @@ static void op_create(struct stask *t)
 
 	if (!f)
 		return;
-	f->shared = rnd(t, 3) == 0;
+	f->shared = t->c->all_shared || rnd(t, 3) == 0;
 	f->id = t->next_id++;
 	f->key = rng_next(&t->rng);
 	f->size = 0;
@@ -267,10 +271,17 @@ static void op_write(struct stask *t)
 	if (off + (off_t)len > MAX_FILE_SIZE)
 		off = (off_t)rnd(t, MAX_FILE_SIZE - len);
 	if (rnd(t, 4) == 0) {
-		/* Direct I/O: offset, length and buffers DIO_ALIGN-aligned. */
+		/*
+		 * Direct I/O: offset, length and buffers DIO_ALIGN-aligned,
+		 * 1 to 32 pages, half of them appends: ext2 allocates for it
+		 * only past EOF, many blocks at a time, and grows the
+		 * reservation window when it is shorter than the request.
+		 */
 		flags |= O_DIRECT;
-		off &= ~(off_t)(DIO_ALIGN - 1);
-		len = (len + DIO_ALIGN - 1) & ~(size_t)(DIO_ALIGN - 1);
+		len = DIO_ALIGN * (size_t)(1 + rnd(t, 32));
+		if (rnd(t, 2))
+			off = old;
+		off = (off + DIO_ALIGN - 1) & ~(off_t)(DIO_ALIGN - 1);
 		if (off + (off_t)len > MAX_FILE_SIZE)
 			off = MAX_FILE_SIZE - (off_t)len;
 	}
@@ -732,7 +743,7 @@ int main(int argc, char **argv)
 
 	prog_name = "stress";
 	prog_usage = print_usage;
-	while ((opt = getopt(argc, argv, "hp:t:o:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "hp:t:o:s:S")) != -1) {
 		switch (opt) {
 		case 'p':
 			ntasks = (int)parse_u64(optarg, 'p', 1, MAX_TASKS);
@@ -746,6 +757,9 @@ int main(int argc, char **argv)
 		case 's':
 			c.seed = parse_u64(optarg, 's', 0, UINT64_MAX);
 			have_seed = 1;
+			break;
+		case 'S':
+			c.all_shared = 1;
 			break;
 		case 'h':
 			usage_help();

@@ -44,10 +44,13 @@ rmdir /mnt/a /mnt/b
 fsreport /mnt
 umount /mnt
 """),
-    # the longer multi-task stress plus fill-to-ENOSPC (for debug kernels).
+    # the longer multi-task stress (then once with every task in one
+    # directory, so in one block group) plus fill-to-ENOSPC (for debug
+    # kernels).
     "stress": ("64M", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
 stress -p 4 -t 40 -s 7 /mnt
+stress -p 4 -t 20 -s 5 -S /mnt
 mkdir /mnt/a /mnt/b /mnt/c
 seedload -n 16 -m 300 /mnt/a /mnt/b /mnt/c /mnt/c
 rmdir /mnt/a /mnt/b /mnt/c
