@@ -312,6 +312,17 @@ def test_stress_enospc_on_ext2(bindir, tmp_path):
     e2fsck_clean(img)
 
 
+def test_stress_all_shared_on_ext2(bindir, tmp_path):
+    # -S: every task's files in DIR/shared (one block group), with the
+    # O_DIRECT writes; the data checks run inside stress, e2fsck after.
+    with ext2_mount(tmp_path, kib=8192) as (img, mnt):
+        kv = parse_result(run(bindir, "stress", "-p", "3", "-o", "800",
+                              "-s", "5", "-S", mnt), "stress")
+        assert int(kv["ops"]) == 2400
+        assert sorted(p.name for p in mnt.iterdir()) == ["lost+found"]
+    e2fsck_clean(img)
+
+
 # --- fillspace ------------------------------------------------------------
 
 def test_fillspace_ext2(bindir, tmp_path):
