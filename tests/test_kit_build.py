@@ -224,3 +224,19 @@ def test_unknown_flavour_from_other_verbs(kit):
     from forkkit.common import ForkError
     with pytest.raises(ForkError, match=r"unknown config flavour 'nope': choose one of base, "):
         cmd_build.build("distro/9.9", "nope")
+
+
+def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
+    # 6.15+ Makefiles skip sparse with a warning when sparse cannot parse
+    # the tree (bookworm's 0.6.4 on 7.3): the patchcheck must say so
+    # instead of counting sparse as run.
+    from forkkit import kbuild
+    monkeypatch.setattr(kbuild.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(kbuild, "sparse_version", lambda: "sparse 0.6.4")
+    out = ("  CC      fs/ext2/balloc.o\n/k/Makefile:1311: C=1 specified, but sparse is not "
+           "available or not up to date\n")
+    state = kbuild.sparse_state(out)
+    assert state.startswith("not run: this kernel refuses sparse 0.6.4"), state
+    assert kbuild.sparse_state("  CHECK   fs/ext2/balloc.c\n  CC      fs/ext2/balloc.o\n") == "ran"
+    monkeypatch.setattr(kbuild.shutil, "which", lambda name: None)
+    assert kbuild.sparse_state("") == "not run: sparse is not installed"

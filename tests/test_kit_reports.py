@@ -180,7 +180,7 @@ def test_markdown_names_what_produced_each_row():
     row = {"commit": "a" * 40, "subject": "ext2: x | y", "seconds": 12.3, "kit": "k1",
            "image_sha256": "f" * 64, "tools": {"qemu": "QEMU 7.2"},
            "cells": {c: "pass" for c in kernel.CELLS},
-           "details": {"boot": "/l/console"},
+           "details": {"boot": "/l/console", "sparse": "not run: this kernel refuses sparse 0.6.4"},
            "reports": [{"title": "BUG: KCSAN: data-race in a / b", "verdict": "known",
                         "evidence": "the base shows it too: /l/base"}]}
     bad = dict(row, commit="b" * 40, cells=dict(row["cells"], test="FAIL"),
@@ -196,6 +196,8 @@ def test_markdown_names_what_produced_each_row():
     assert "ffffffffffffffff | k1 |" in md and "qemu: QEMU 7.2" in md
     assert "- aaaaaaaaaaaa: BUG: KCSAN: data-race in a / b (the base shows it too: /l/base)" in md
     assert "- bbbbbbbbbbbb test: ext2 report (console log: /l/c2):" in md
+    assert "Sparse (with the W=1 recompile of the touched files): not run: this kernel " \
+           "refuses sparse 0.6.4 (aaaaaaaaaaaa)." in md
 
 
 # Review findings: a report must not swallow the next one, kmemleak's 7.3

@@ -163,6 +163,15 @@ def markdown(rows, series, flavour, test):
     tools = sorted({"%s: %s" % kv for r in rows for kv in r.get("tools", {}).items()})
     if tools:
         out += ["", "Tools: " + "; ".join(tools) + "."]
+    sparse = {}
+    for r in rows:
+        state = r.get("details", {}).get("sparse")
+        if state:
+            sparse.setdefault(state, []).append(r["commit"][:12])
+    if sparse:
+        out += ["", "Sparse (with the W=1 recompile of the touched files): " + "; ".join(
+            "%s (%s)" % (state, ", ".join(commits)) for state, commits in sorted(sparse.items()))
+            + "."]
     known = ["- %s: %s (%s)" % (r["commit"][:12], rep["title"], rep["evidence"])
              for r in rows for rep in r.get("reports", []) if rep["verdict"] == "known"]
     failed = ["- %s %s: %s" % (r["commit"][:12], cell, detail.splitlines()[0])

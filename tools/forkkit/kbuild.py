@@ -207,7 +207,8 @@ def touched_files(commit, src):
 
 
 def patchcheck(src, bdir, commit, jobs, log, prog):
-    """Recompile objects of touched files with W=1 (+sparse); return warnings."""
+    """Recompile objects of touched files with W=1 (+sparse); return
+    (warnings, what became of sparse)."""
     files = touched_files(commit, src)
     objs = set()
     for f in files:
@@ -223,11 +224,13 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
             if os.path.exists(os.path.join(bdir, c[:-2] + ".o")):
                 objs.add(c[:-2] + ".o")
     if not objs:
-        return []
+        return [], "not run: no object of a touched file"
     prog.say("patchcheck: W=1%s on %d objects of touched files"
              % (" + sparse" if shutil.which("sparse") else "", len(objs)))
     touched = set(files)
-    warnings, failed = compile_warnings(src, bdir, objs, touched, jobs, log)
+    warnings, failed, sparse = compile_warnings(src, bdir, objs, touched, jobs, log)
+    if sparse != "ran":
+        prog.say("patchcheck: sparse %s" % sparse)
     if warnings:
         # Only new warnings count: drop those the parent commit already has
         # (same file and message; line numbers move).
@@ -237,7 +240,7 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
                      % (len(warnings), parents[0][:12]))
             run(["git", "checkout", "-q", "--detach", parents[0]], cwd=src, log=log)
             try:
-                old, _ = compile_warnings(src, bdir, objs, touched, jobs, log)
+                old, _, _ = compile_warnings(src, bdir, objs, touched, jobs, log)
             finally:
                 run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
             seen = {}
@@ -261,9 +264,30 @@ def warning_key(line):
     return (m.group(1), m.group(3)) if m else line
 
 
+# The kernel's Makefile (6.15 and later: scripts/checker-valid.sh) skips
+# sparse with this warning when sparse is missing or cannot parse what the
+# tree needs (__typeof_unqual__; bookworm's sparse 0.6.4 cannot).
+SPARSE_REFUSED_RE = re.compile(r"C=\d+ specified, but \S+ is not available or not up to date")
+
+
+def sparse_state(out):
+    """What became of sparse in a C=1 recompile: "ran", or why not."""
+    if not shutil.which("sparse"):
+        return "not run: sparse is not installed"
+    if SPARSE_REFUSED_RE.search(out):
+        return ("not run: this kernel refuses %s (scripts/checker-valid.sh: too old for "
+                "the tree)" % sparse_version())
+    return "ran"
+
+
+def sparse_version():
+    proc = run(["sparse", "--version"], check=False)
+    return "sparse " + ((proc.stdout or proc.stderr or "").strip() or "(unknown version)")
+
+
 def compile_warnings(src, bdir, objs, touched, jobs, log):
     """Recompile `objs` with W=1 (and sparse); return (warnings in touched
-    files, failure message or None)."""
+    files, failure message or None, what became of sparse)."""
     for o in objs:
         try:
             os.unlink(os.path.join(bdir, o))
@@ -284,7 +308,7 @@ def compile_warnings(src, bdir, objs, touched, jobs, log):
     failed = None
     if proc.returncode != 0:
         failed = "recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:])
-    return warnings, failed
+    return warnings, failed, sparse_state(out)
 
 
 def build_key():
@@ -396,7 +420,7 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
                      "ext2_symbols": defined_functions(bdir, "fs/ext2")}
             write_index(ipath, entry)
         if do_patchcheck and not entry.get("patchcheck"):
-            warnings = patchcheck(src, bdir, commit, jobs, log, prog)
+            warnings, entry["sparse"] = patchcheck(src, bdir, commit, jobs, log, prog)
             if warnings:
                 raise ForkError("warnings in files %s touches (W=1/sparse):\n%s\nfull log: %s"
                                 % (commit[:12], "\n".join(warnings[:20]), log))
@@ -408,6 +432,7 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
                        image=entry["image"], image_sha256=entry["sha256"],
                        config_key=config_key, patchcheck=entry["patchcheck"], log=log,
                        ext2_symbols=entry.get("ext2_symbols", []),
+                       sparse=entry.get("sparse", "not recorded"),
                        seconds=secs, warnings=warnings, version=ver)
 
 
