@@ -256,7 +256,7 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
             warnings = new
     if failed and not warnings:
         warnings.append(failed)
-    return warnings
+    return warnings, sparse
 
 
 def warning_key(line):
