@@ -28,7 +28,7 @@ def fake(kit, monkeypatch, tmp_path):
         return kbuild.BuildResult(rev=rev, commit=commit, tree=kit.rev(commit + "^{tree}"),
                                   flavour=flavour, image=str(image), log="build.log",
                                   image_sha256="5" * 64, config_key="c" * 64,
-                                  ext2_symbols=["ext2_fill_super"])
+                                  ext2_symbols=["ext2_fill_super"], sparse="ran")
 
     def checkpatch(commit, log):
         calls["checkpatch"].append(commit)
