@@ -237,6 +237,21 @@ def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
            "available or not up to date\n")
     state = kbuild.sparse_state(out)
     assert state.startswith("not run: this kernel refuses sparse 0.6.4"), state
-    assert kbuild.sparse_state("  CHECK   fs/ext2/balloc.c\n  CC      fs/ext2/balloc.o\n") == "ran"
+    objs = ["fs/ext2/balloc.o", "fs/ext2/inode.o"]
+    out = "  CHECK   fs/ext2/balloc.c\n  CC      fs/ext2/balloc.o\n"
+    assert kbuild.sparse_state(out, objs) == "not run on fs/ext2/inode.c (no CHECK line)"
+    out += "  CHECK   fs/ext2/inode.c\n  CC      fs/ext2/inode.o\n"
+    assert kbuild.sparse_state(out, objs) == "ran"
     monkeypatch.setattr(kbuild.shutil, "which", lambda name: None)
     assert kbuild.sparse_state("") == "not run: sparse is not installed"
+
+
+def test_export_says_sparse_only_where_it_ran():
+    from forkkit import cmd_export, kernel
+    row = {"cells": {c: "pass" for c in kernel.CELLS}, "details": {"sparse": "ran"}}
+    text = cmd_export.check_text([("a" * 40, "ext2: x", row)], "base", "smoke", False)
+    assert "a W=1 and sparse build of the files it touches" in text
+    refused = dict(row, details={"sparse": "not run: this kernel refuses sparse 0.6.4"})
+    text = cmd_export.check_text([("a" * 40, "ext2: x", refused)], "base", "smoke", False)
+    assert "a W=1 build of the files it touches" in text and "W=1 and sparse" not in text
+    assert "Sparse: not run: this kernel refuses sparse 0.6.4." in text

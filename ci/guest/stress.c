@@ -54,6 +54,7 @@ struct stress_conf {
 struct stress_result {
 	uint64_t ops;
 	uint64_t enospc;
+	uint64_t dio;		/* writes made with O_DIRECT */
 	uint64_t nshared;	/* files this task left in DIR/shared */
 	uint64_t end_ns;
 };
@@ -287,10 +288,14 @@ static void op_write(struct stask *t)
 	}
 
 	fd = open(path, flags);
-	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
-		fd = open(path, O_RDWR);
+	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT)) {
+		flags &= ~O_DIRECT;
+		fd = open(path, flags);
+	}
 	if (fd < 0)
 		fail_errno("open", path);
+	if (flags & O_DIRECT)
+		t->r->dio++;
 	fill_pattern(t->wbuf, len, f->key, (uint64_t)off);
 	if (pwrite_full(fd, t->wbuf, len, off, &done)) {
 		check_err(t, "pwrite", path);
@@ -738,7 +743,7 @@ int main(int argc, char **argv)
 	struct stress_conf c = {
 		.duration = 10 * NSEC_PER_SEC,
 	};
-	uint64_t start, end = 0, ops = 0, enospc = 0;
+	uint64_t start, end = 0, ops = 0, enospc = 0, dio = 0;
 	int opt, ntasks = 4, i, have_seed = 0;
 
 	prog_name = "stress";
@@ -789,11 +794,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < ntasks; i++) {
 		ops += c.res[i].ops;
 		enospc += c.res[i].enospc;
+		dio += c.res[i].dio;
 		if (c.res[i].end_ns > end)
 			end = c.res[i].end_ns;
 	}
-	printf("RESULT prog=stress tasks=%d ops=%llu enospc=%llu elapsed_ns=%llu seed=%llu\n",
+	printf("RESULT prog=stress tasks=%d ops=%llu enospc=%llu dio=%llu elapsed_ns=%llu seed=%llu\n",
 	       ntasks, (unsigned long long)ops, (unsigned long long)enospc,
+	       (unsigned long long)dio,
 	       (unsigned long long)(end > start ? end - start : 0),
 	       (unsigned long long)c.seed);
 	return 0;

@@ -11,7 +11,8 @@ those flavours); afterwards every option a fragment asks for is asserted,
 naming the option that did not stick.
 
 As ktest's PATCHCHECK does, the files a commit touches are recompiled with
-``W=1`` (and sparse, ``C=1``, when installed): a warning located in one of
+``W=1`` (and sparse, ``C=1``, when installed and the kernel accepts it; the
+image records whether it ran): a warning located in one of
 those files fails the build.  The bzImage is kept in
 ``work/kernels/<sha256>.bzImage``, indexed by tree id, flavour and config;
 the index records whether the patchcheck passed, so a build made without it

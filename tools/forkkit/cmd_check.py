@@ -5,7 +5,8 @@ commit of ``distro/<ver>..series/<ver>``), in this order:
 
 * ``checkpatch.pl --strict`` on the commit, with the commit's tree as root
   and every cited commit held to the ``commit <sha> ("title")`` form;
-* ``build`` with the W=1/sparse patchcheck of the files it touches;
+* ``build`` with the W=1 (and sparse, where the kernel accepts it) patchcheck
+  of the files it touches;
 * ``boot`` of the built image in QEMU: any kernel report in the console
   (panic, Oops, BUG, WARNING, lockdep, KASAN, KCSAN, UBSAN, kmemleak, RCU
   stall, lockup, ext2/ext4 error, counter mismatch) fails it, quoted whole;

@@ -330,13 +330,18 @@ def check_text(rows, flavour, test, allowed):
             vals = [row["cells"].get(c, "-") for c in cells]
         table.append(["%d/%d" % (k, len(rows)), commit[:12]] + vals)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    states = {row.get("details", {}).get("sparse", "not recorded")
+              for _, _, row in rows if row is not None}
+    sparse = "and sparse " if states == {"ran"} else ""
     lines = [
         "Each commit was checked (kernel config \"%s\", guest test \"%s\"):" % (flavour, test),
-        "checkpatch.pl --strict, a W=1 and sparse build of the files it touches,",
+        "checkpatch.pl --strict, a W=1 %sbuild of the files it touches," % sparse,
         "a QEMU boot, the ext2 test in the guest, e2fsck -fn of its image, and",
         "its free block and inode counts (superblock = group descriptors =",
         "e2fsck = the guest's statfs); checkpatch.pl --strict also passes on the",
         "mails as sent.",
+    ] + ([] if sparse or not states else textwrap.wrap(
+        "Sparse: %s." % "; ".join(sorted(states)), 72)) + [
         "",
     ] + [("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths))).rstrip() for r in table]
     if unchecked:

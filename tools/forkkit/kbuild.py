@@ -226,7 +226,8 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
     if not objs:
         return [], "not run: no object of a touched file"
     prog.say("patchcheck: W=1%s on %d objects of touched files"
-             % (" + sparse" if shutil.which("sparse") else "", len(objs)))
+             % (" (+ sparse if the kernel accepts it)" if shutil.which("sparse") else "",
+                len(objs)))
     touched = set(files)
     warnings, failed, sparse = compile_warnings(src, bdir, objs, touched, jobs, log)
     if sparse != "ran":
@@ -270,13 +271,19 @@ def warning_key(line):
 SPARSE_REFUSED_RE = re.compile(r"C=\d+ specified, but \S+ is not available or not up to date")
 
 
-def sparse_state(out):
-    """What became of sparse in a C=1 recompile: "ran", or why not."""
+def sparse_state(out, objs=()):
+    """What became of sparse in a C=1 recompile of `objs` (made without
+    make -s, so that kbuild prints a CHECK line per file sparse checks):
+    "ran", or why not."""
     if not shutil.which("sparse"):
         return "not run: sparse is not installed"
     if SPARSE_REFUSED_RE.search(out):
         return ("not run: this kernel refuses %s (scripts/checker-valid.sh: too old for "
                 "the tree)" % sparse_version())
+    checked = set(re.findall(r"^\s*CHECK\s+(\S+)$", out, re.M))
+    missing = sorted(o[:-2] + ".c" for o in objs if o[:-2] + ".c" not in checked)
+    if missing:
+        return "not run on %s (no CHECK line)" % ", ".join(missing)
     return "ran"
 
 
@@ -293,7 +300,7 @@ def compile_warnings(src, bdir, objs, touched, jobs, log):
             os.unlink(os.path.join(bdir, o))
         except OSError:
             pass
-    args = make_args(src, bdir, jobs) + ["W=1"]
+    args = [a for a in make_args(src, bdir, jobs) if a != "-s"] + ["W=1"]
     if shutil.which("sparse"):
         args.append("C=1")
     proc = run(args + sorted(objs), env=make_env(), cwd=src, check=False)
@@ -308,14 +315,24 @@ def compile_warnings(src, bdir, objs, touched, jobs, log):
     failed = None
     if proc.returncode != 0:
         failed = "recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:])
-    return warnings, failed, sparse_state(out)
+    return warnings, failed, sparse_state(out, objs)
+
+
+def _file_hash():
+    with open(os.path.abspath(__file__), "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()[:12]
+
+
+# Hashed once, when the kit is loaded (like kernel.kit_key()): an image
+# is indexed under the procedure that built it, even if this file is
+# edited while the build runs.
+_BUILD_KEY = _file_hash()
 
 
 def build_key():
     """A hash of the build procedure itself (this file): part of every
     stored image's index key, so a changed procedure never reuses an image."""
-    with open(os.path.abspath(__file__), "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()[:12]
+    return _BUILD_KEY
 
 
 def kernels_dir():
@@ -422,8 +439,8 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
         if do_patchcheck and not entry.get("patchcheck"):
             warnings, entry["sparse"] = patchcheck(src, bdir, commit, jobs, log, prog)
             if warnings:
-                raise ForkError("warnings in files %s touches (W=1/sparse):\n%s\nfull log: %s"
-                                % (commit[:12], "\n".join(warnings[:20]), log))
+                raise ForkError("warnings in files %s touches (W=1, sparse %s):\n%s\nfull log: %s"
+                                % (commit[:12], entry["sparse"], "\n".join(warnings[:20]), log))
             entry["patchcheck"] = True
             write_index(ipath, entry)
         secs = time.monotonic() - t0

@@ -194,6 +194,9 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
+    # What the verdict is cached under: taken before the build and the
+    # guest's initramfs read ci/, and compared after the run.
+    key = cache_key(flavour, test)
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
@@ -221,7 +224,10 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
         row["reports"] = out["reports"]
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
-    if row["passed"]:
+    if row["passed"] and cache_key(flavour, test) != key:
+        prog.say("%s: not cached: the test's inputs (ci/guest, ci/kconfig) changed during "
+                 "the run" % commit[:12])
+    elif row["passed"]:
         path = cache_path(tree, flavour, test)
         tmp = "%s.tmp-%d" % (path, os.getpid())
         with open(tmp, "w") as fh:

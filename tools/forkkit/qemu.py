@@ -49,6 +49,7 @@ PROBLEMS = [
     r"list_(add|del) corruption",
     r"EXT2-fs \([^)]*\): error",             # ext2_error()
     r"EXT4-fs error",                       # "EXT4-fs error (device vda): ..."
+    r"Page cache invalidation failure on direct I/O",  # mm/filemap.c, pr_crit
     r"counter mismatch",                    # the series' CONFIG_EXT2_FS_CHECK_COUNTERS
     r"Unable to mount root",
 ]
