@@ -242,6 +242,11 @@ def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
     assert kbuild.sparse_state(out, objs) == "not run on fs/ext2/inode.c (no CHECK line)"
     out += "  CHECK   fs/ext2/inode.c\n  CC      fs/ext2/inode.o\n"
     assert kbuild.sparse_state(out, objs) == "ran"
+    # an O= build names the absolute source path (6.12, 2026-12-04)
+    out = "  CHECK   /w/src/fs/ext2/balloc.c\n  CHECK   /w/src/fs/ext2/inode.c\n"
+    assert kbuild.sparse_state(out, objs) == "ran"
+    assert kbuild.sparse_state("  CHECK   /w/src/fs/ext3/inode.c\n", ["fs/ext2/inode.o"]) \
+        == "not run on fs/ext2/inode.c (no CHECK line)"
     monkeypatch.setattr(kbuild.shutil, "which", lambda name: None)
     assert kbuild.sparse_state("") == "not run: sparse is not installed"
 

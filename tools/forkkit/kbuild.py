@@ -280,8 +280,11 @@ def sparse_state(out, objs=()):
     if SPARSE_REFUSED_RE.search(out):
         return ("not run: this kernel refuses %s (scripts/checker-valid.sh: too old for "
                 "the tree)" % sparse_version())
-    checked = set(re.findall(r"^\s*CHECK\s+(\S+)$", out, re.M))
-    missing = sorted(o[:-2] + ".c" for o in objs if o[:-2] + ".c" not in checked)
+    # kbuild names the source as given to sparse: absolute in O= builds
+    checked = re.findall(r"^\s*CHECK\s+(\S+)$", out, re.M)
+    missing = sorted(o[:-2] + ".c" for o in objs
+                     if not any(c == o[:-2] + ".c" or c.endswith("/" + o[:-2] + ".c")
+                                for c in checked))
     if missing:
         return "not run on %s (no CHECK line)" % ", ".join(missing)
     return "ran"
