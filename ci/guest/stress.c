@@ -7,8 +7,9 @@
  * create, write/extend (some sparse; a quarter of the writes with
  * O_DIRECT, which maps many blocks in one ext2_get_blocks() call and so
  * grows reservation windows), truncate, unlink, mkdir/rmdir, rename,
- * fsync, read-back verification and periodic statfs() sanity checks.  Every task keeps a model of the files it owns (name, size,
- * data key) and checks the filesystem against it:
+ * fsync, read-back verification and periodic statfs() sanity checks.
+ * Every task keeps a model of the files it owns (name, size, data key)
+ * and checks the filesystem against it:
  *
  *  - data just written reads back identically;
  *  - the size reported by fstat() matches the model;
