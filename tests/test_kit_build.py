@@ -235,7 +235,7 @@ def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
     monkeypatch.setattr(kbuild, "sparse_version", lambda: "sparse 0.6.4")
     out = ("  CC      fs/ext2/balloc.o\n/k/Makefile:1311: C=1 specified, but sparse is not "
            "available or not up to date\n")
-    state = kbuild.sparse_state(out)
+    state = kbuild.sparse_state(out, ["fs/ext2/balloc.o"])
     assert state.startswith("not run: this kernel refuses sparse 0.6.4"), state
     objs = ["fs/ext2/balloc.o", "fs/ext2/inode.o"]
     out = "  CHECK   fs/ext2/balloc.c\n  CC      fs/ext2/balloc.o\n"
@@ -248,7 +248,7 @@ def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
     assert kbuild.sparse_state("  CHECK   /w/src/fs/ext3/inode.c\n", ["fs/ext2/inode.o"]) \
         == "not run on fs/ext2/inode.c (no CHECK line)"
     monkeypatch.setattr(kbuild.shutil, "which", lambda name: None)
-    assert kbuild.sparse_state("") == "not run: sparse is not installed"
+    assert kbuild.sparse_state("", ["fs/ext2/balloc.o"]) == "not run: sparse is not installed"
 
 
 def test_export_says_sparse_only_where_it_ran():

@@ -271,7 +271,7 @@ def warning_key(line):
 SPARSE_REFUSED_RE = re.compile(r"C=\d+ specified, but \S+ is not available or not up to date")
 
 
-def sparse_state(out, objs=()):
+def sparse_state(out, objs):
     """What became of sparse in a C=1 recompile of `objs` (made without
     make -s, so that kbuild prints a CHECK line per file sparse checks):
     "ran", or why not."""

@@ -39,7 +39,6 @@ ACTIVE = {
 }
 
 
-@functools.lru_cache(maxsize=None)
 def _code_hash():
     here = os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
@@ -194,9 +193,9 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
-    # What the verdict is cached under: taken before the build and the
-    # guest's initramfs read ci/, and compared after the run.
-    key = cache_key(flavour, test)
+    # Where the verdict is cached (its key hashes ci/): taken before the
+    # build and the guest's initramfs read ci/, and compared after the run.
+    path = cache_path(tree, flavour, test)
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
@@ -224,11 +223,10 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
         row["reports"] = out["reports"]
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
-    if row["passed"] and cache_key(flavour, test) != key:
+    if row["passed"] and cache_path(tree, flavour, test) != path:
         prog.say("%s: not cached: the test's inputs (ci/guest, ci/kconfig) changed during "
                  "the run" % commit[:12])
     elif row["passed"]:
-        path = cache_path(tree, flavour, test)
         tmp = "%s.tmp-%d" % (path, os.getpid())
         with open(tmp, "w") as fh:
             json.dump(row, fh, indent=1)
