@@ -160,16 +160,40 @@ def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     rows = [{"commit": "b" * 40, "details": {"boot": "/logs/base.console"},
              "reports": [{"signature": "S1", "verdict": "known", "title": "t1"},
                          {"signature": "S2", "verdict": "FAIL", "title": "t2"}]}]
+    monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     got = cmd_check.base_reports("b" * 40, rows, "kcsan", "stress", print)
     assert list(got) == ["S1"] and "/logs/base.console" in got["S1"]
     notes = []
-    monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
     assert cmd_check.base_reports("c" * 40, [], "kcsan", "stress", notes.append) == {}
     assert "has no kcsan/stress result" in notes[0]
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: json.loads(
         json.dumps(rows[0])))
     assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
+
+
+def test_base_evidence_adds_up_over_runs(kit, monkeypatch):
+    """A report the base shows only in some boots (a virtio race) is known
+    once any run of the base showed it; a report it showed under another
+    flavour, or that was ext2's (FAIL), is not."""
+    from forkkit import cmd_check
+    monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
+    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+
+    def base_row(n, reps):
+        return {"commit": "b" * 40, "tree": "t" * 40, "details": {"boot": "/logs/%d" % n},
+                "reports": [{"signature": s, "verdict": v, "title": s} for s, v in reps]}
+    cmd_check.add_evidence(base_row(1, [("S1", "known"), ("E", "FAIL")]), "kcsan", "stress")
+    cmd_check.add_evidence(base_row(2, [("S2", "known"), ("S1", "known")]), "kcsan", "stress")
+    cmd_check.add_evidence(base_row(3, [("S3", "known")]), "kasan", "stress")
+    this = base_row(4, [])
+    got = cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)
+    assert sorted(got) == ["S1", "S2"]
+    assert got["S1"].endswith("/logs/1") and got["S2"].endswith("/logs/2")
+    # evidence alone (no row of the base in this run or the cache) is enough
+    notes = []
+    assert sorted(cmd_check.base_reports("b" * 40, [], "kcsan", "stress", notes.append)) == \
+        ["S1", "S2"] and not notes
 
 
 def test_markdown_names_what_produced_each_row():
@@ -289,3 +313,86 @@ def test_sanitizer_kernels_must_show_they_run():
                      "[0.0] kasan: KernelAddressSanitizer initialized (generic)")
     opts = {s: v for s, v, _ in kbuild.fragment_options("kcsan")}
     assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y" and opts["CONFIG_KCSAN_SELFTEST"] == "y"
+
+
+# Two reports from a 6.12 kcsan/stress run (cut short): a virtio race that
+# happened while ext2 code was on the stack far below, and a race of ext2
+# itself reached through a library function.
+VIRTIO_RACES = """\
+[   11.164025] ==================================================================
+[   11.164606] BUG: KCSAN: data-race in virtqueue_kick_prepare+0x105/0x190
+[   11.165024] 
+[   11.165184] race at unknown origin, with read to 0xffff88800265ba44 of 2 bytes by task 48 on cpu 0:
+[   11.165700]  virtqueue_kick_prepare+0x105/0x190
+[   11.166058]  virtblk_add_req_batch+0xee/0x160
+[   11.166281]  virtio_queue_rqs+0x205/0x260
+[   11.166507]  __blk_mq_flush_plug_list+0x4d/0x60
+[   11.167682]  blk_finish_plug+0x36/0x50
+[   11.167867]  mpage_writepages+0xb8/0xd0
+[   11.168059]  ext2_writepages+0xc/0x10
+[   11.168245]  do_writepages+0xa7/0x410
+[   11.168903]  ext2_add_link+0x497/0x690
+[   11.169088]  ext2_create+0x44/0x90
+[   11.170749] 
+[   11.170852] value changed: 0x1b94 -> 0x1b96
+[   11.171191] 
+[   11.171342] Reported by Kernel Concurrency Sanitizer on:
+[   11.171870] CPU: 0 UID: 0 PID: 48 Comm: stress Not tainted 6.12.118-forkkit+ #4 
+[   11.172873] ==================================================================
+[   16.327103] ==================================================================
+[   16.327807] BUG: KCSAN: data-race in vring_interrupt+0xc3/0xf0
+[   16.328121] 
+[   16.328226] race at unknown origin, with read to 0xffff88800265d242 of 2 bytes by interrupt on cpu 0:
+[   16.328613]  vring_interrupt+0xc3/0xf0
+[   16.328821]  vp_interrupt+0x74/0x120
+[   16.329013]  __handle_irq_event_percpu+0x61/0x120
+[   16.329232]  handle_irq_event+0x76/0xe0
+[   16.329418]  handle_fasteoi_irq+0x106/0x410
+[   16.330239]  asm_common_interrupt+0x22/0x40
+[   16.330240]  ext2_new_blocks+0x0/0x8b0
+[   16.330423]  ext2_get_blocks+0xa32/0x1360
+[   16.330424] 
+[   16.330425] value changed: 0x0102 -> 0x0104
+[   16.330426] 
+[   16.330427] Reported by Kernel Concurrency Sanitizer on:
+[   16.330428] ==================================================================
+[   20.000000] ==================================================================
+[   20.000001] BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch
+[   20.000002] 
+[   20.000003] write to 0xffff888004a3c0d8 of 8 bytes by task 95 on cpu 1:
+[   20.000004]  percpu_counter_add_batch+0x1c5/0x210
+[   20.000005]  group_adjust_blocks+0x3a0/0x6f0
+[   20.000006]  ext2_new_blocks+0x4b2/0xa30
+[   20.000007] 
+[   20.000008] read (marked) to 0xffff888004a3c0d8 of 8 bytes by task 96 on cpu 0:
+[   20.000009]  __percpu_counter_sum+0x2f1/0x6f0
+[   20.000010]  ext2_statfs+0x4b2/0xa30
+[   20.000011] 
+[   20.000012] Reported by Kernel Concurrency Sanitizer on:
+[   20.000013] ==================================================================
+"""
+
+
+def test_kcsan_race_is_attributed_by_its_accesses(tmp_path):
+    """A KCSAN race belongs to the code that made the racing accesses (their
+    top frames), not to every function that happens to be on the stack: two
+    virtio races below ext2_writepages()/an interrupted ext2_new_blocks()
+    are not ext2's (so the base's evidence decides), a race in
+    percpu_counter_add_batch() called from ext2 is."""
+    path = tmp_path / "console.log"
+    path.write_text(VIRTIO_RACES)
+    found = reports.parse(str(path))
+    assert len(found) == 3
+    ext2 = set(EXT2 + ["ext2_writepages", "ext2_add_link", "ext2_create", "ext2_get_blocks",
+                       "group_adjust_blocks"])
+    assert [r.in_code(ext2) for r in found] == [False, False, True]
+    assert "virtblk_add_req_batch" in found[0].symbols
+    assert "ext2_writepages" not in found[0].symbols
+    failing, known = reports.judge(found, ext2, {found[0].signature: "base log",
+                                                 found[1].signature: "base log"})
+    assert [r.title for r in failing] == [found[2].title]
+    assert len(known) == 2
+    # a report whose access stacks cannot be found keeps every frame
+    odd = reports.Report("BUG: KCSAN: data-race in a / b",
+                         ["BUG: KCSAN: data-race in a / b", " ext2_statfs+0x1/0x2"], "console")
+    assert odd.in_code(ext2)

@@ -23,7 +23,14 @@ report races, bad accesses and leaks outside ext2.  A report whose stacks
 name a function of fs/ext2 fails the commit.  A report elsewhere that the
 base snapshot shows as well (same flavour and test, this run or its cached
 result) is listed as known, with the base's console log as evidence; any
-other report fails.  The base commit comes first in the default range.
+other report fails.  For a KCSAN data race, the stacks are the racing
+accesses' own top frames (a virtio race with ext2_writepages() far down
+the flushing task's stack is not ext2's).  Every run of the base adds what
+it showed to the base's evidence (work/cache/known/, keyed by the base's
+tree, flavour, test and the test's inputs), so a report that the base
+shows only in some boots is established by checking the base again
+(``check --force <base> --config kcsan --test stress``).  The base commit
+comes first in the default range.
 
 Prints a table and exits non-zero if any cell failed.  Passing results are
 cached by the commit's tree id, config flavour, guest test and its inputs
@@ -33,10 +40,11 @@ re-checks nothing; ``--force`` redoes them.
 """
 
 import json
+import os
 
 from . import guesttests, kernel
-from .common import (Progress, check_output_path, git, git_ok, require_ktree, rev_parse,
-                     which)
+from .common import (Progress, check_output_path, ensure_dir, git, git_ok, require_ktree,
+                     rev_parse, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
@@ -121,6 +129,8 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             which("e2fsck", "e2fsprogs")
             preflight_done = True
         rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known))
+        if known == "base":
+            add_evidence(rows[-1], flavour, test)
     out(table(rows))
     for r in rows:
         for rep in r.get("reports", []):
@@ -133,20 +143,60 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     return rows
 
 
+def evidence_path(tree, flavour, test):
+    """Where the reports outside ext2 that the base tree `tree` showed under
+    this flavour and test (and the test's present inputs) are kept."""
+    return os.path.join(ensure_dir(wpath("cache", "known")), "%s-%s-%s-%s.json" % (
+        tree, flavour, test, guesttests.test_key(test)))
+
+
+def read_evidence(tree, flavour, test):
+    try:
+        with open(evidence_path(tree, flavour, test)) as fh:
+            got = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def add_evidence(row, flavour, test):
+    """Add the reports outside ext2 that a base row showed to the base's
+    evidence: {signature: "the base <commit> shows it too: <console log>"},
+    the first log that showed each report."""
+    if not row.get("tree"):
+        return
+    have = read_evidence(row["tree"], flavour, test)
+    new = {rep["signature"]: "the base %s shows it too: %s" % (row["commit"][:12],
+                                                               row["details"]["boot"])
+           for rep in row.get("reports", []) if rep["verdict"] == "known"}
+    new = {k: v for k, v in new.items() if k not in have}
+    if new:
+        have.update(new)
+        path = evidence_path(row["tree"], flavour, test)
+        with open(path + ".tmp", "w") as fh:
+            json.dump(have, fh, indent=1, sort_keys=True)
+        os.replace(path + ".tmp", path)
+
+
 def base_reports(base, rows, flavour, test, out):
     """{signature: evidence} of the reports outside ext2 that the base
-    snapshot showed under this flavour and test: from this run's row of
-    the base, else from its cached result; {} (every report fails) when
-    neither exists."""
+    snapshot showed under this flavour and test: in this run's row of the
+    base, in its cached result, and in every earlier run of it (the base's
+    evidence); {} (every report fails) when there is none of these."""
+    tree = git(["rev-parse", base + "^{tree}"])
     row = next((r for r in rows if r["commit"] == base), None)
     if row is None:
-        row = kernel.cached(git(["rev-parse", base + "^{tree}"]), flavour, test)
-    if row is None:
+        row = kernel.cached(tree, flavour, test)
+    got = read_evidence(tree, flavour, test)
+    if row is None and not got:
         out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
         return {}
-    return {rep["signature"]: "the base %s shows it too: %s" % (base[:12], row["details"]["boot"])
-            for rep in row.get("reports", []) if rep["verdict"] == "known"}
+    if row is not None:
+        got.update({rep["signature"]: "the base %s shows it too: %s" % (
+            base[:12], row["details"]["boot"])
+            for rep in row.get("reports", []) if rep["verdict"] == "known"})
+    return got
 
 
 def markdown(rows, series, flavour, test):

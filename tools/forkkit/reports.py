@@ -4,7 +4,10 @@ and the verdict on them for the sanitizer flavours (kcsan, kasan, faults).
 
 Such kernels report races, bad accesses and leaks anywhere, not only in
 ext2.  A report whose stacks or title name a function that fs/ext2 defines
-(the build's own symbol list) always fails.  A report elsewhere is known
+(the build's own symbol list) always fails; for a KCSAN data race the
+stacks are the racing accesses' own top frames (KCSAN_ACCESS_FRAMES), so a
+race between two virtio functions is not ext2's because the task that
+flushed the block plug was in ext2_writepages().  A report elsewhere is known
 only if the base snapshot shows the same report under the same flavour and
 test, and it is then listed with the base's log as evidence; any other
 report fails.  The base's own reports outside ext2 are the reference.
@@ -19,6 +22,17 @@ TS_RE = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 FRAME_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\.[\w.]+)?\+0x[0-9a-f]+/0x[0-9a-f]+")
 # "BUG: KCSAN: data-race in ext2_statfs / percpu_counter_add_batch"
 KCSAN_TITLE_RE = re.compile(r"BUG: KCSAN: [\w-]+ in ([\w.]+)(?: / ([\w.]+))?")
+# The header of one racing access's stack: "write to 0x... of 8 bytes by task
+# 95 on cpu 1:", "read (marked) to ...", "race at unknown origin, with read
+# to ... by interrupt on cpu 0:".
+KCSAN_ACCESS_RE = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by (?:task \d+|interrupt) "
+                             r"on cpu \d+:")
+# How many frames of each racing access's stack count as the code that made
+# the access: the function itself and its callers up to the one that called
+# a library function (percpu_counter_add_batch <- ext2_..., rb_erase <-
+# rsv_window_remove <- ...).  Deeper frames are context: a virtio race in
+# the block layer's plug flush has ext2_writepages ten frames down.
+KCSAN_ACCESS_FRAMES = 4
 KMEMLEAK_BEGIN = "FORK-KMEMLEAK-BEGIN"
 KMEMLEAK_END = "FORK-KMEMLEAK-END"
 # 7.3 also prints "unreferenced object (percpu) 0x..." and "(phys)"
@@ -47,6 +61,12 @@ class Report:
             self.symbols += FRAME_RE.findall(line)
         m = KCSAN_TITLE_RE.search(first_line)
         if m:
+            # A data race is the code of the two accesses: the functions
+            # KCSAN names and the top frames of each access's stack, not
+            # whatever the interrupted task or the caller chain was doing.
+            access = kcsan_access_frames(lines)
+            if access:
+                self.symbols = access
             self.symbols += [x.split(".", 1)[0] for x in m.groups() if x]
         if kind == "kmemleak":
             m = KMEMLEAK_OBJ_RE.search(first_line)
@@ -68,6 +88,27 @@ class Report:
 
     def as_dict(self):
         return {"title": self.title, "signature": self.signature, "kind": self.kind}
+
+
+def kcsan_access_frames(lines):
+    """The top KCSAN_ACCESS_FRAMES frames of every access stack of a KCSAN
+    report, or [] if none was found (then all frames count)."""
+    out, depth = [], None
+    for line in lines:
+        if KCSAN_ACCESS_RE.search(line):
+            depth = 0
+            continue
+        frames = FRAME_RE.findall(line)
+        if depth is None:
+            continue
+        if not frames:
+            if TS_RE.sub("", line).strip() == "":
+                depth = None        # the blank line that ends the stack
+            continue
+        if depth < KCSAN_ACCESS_FRAMES:
+            out += frames
+        depth += 1
+    return out
 
 
 def signature(title):
