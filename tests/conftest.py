@@ -208,6 +208,7 @@ class Kit:
         self.env = {
             "FORK_REPO": str(self.repo),
             "FORK_WORKDIR": str(self.work),
+            "FORK_FSTESTS_ROOTS": str(self.work / "fstests-roots"),
             "FORK_KTREE": str(self.ktree),
             "FORK_SRCDIR": str(self.srcdir),
             "GIT_CONFIG_GLOBAL": str(gitconfig),

@@ -489,3 +489,25 @@ def test_fsck_verdict_tells_a_wiped_disk_from_a_clean_one():
                                                    "scratch": "clean"}}]
     assert cmd_fstests.e2fsck_summary(boots[:1]).startswith("clean")
     assert cmd_fstests.e2fsck_summary(boots) == "boot series 1: test e2fsck -fn exit 4 (/e.txt)"
+
+
+def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
+    """The guest root is cached outside work/ (one image for every clone on
+    the machine, CI's fresh clone included) and found wherever its
+    directory was moved; metadata of another key or without its image is
+    no root."""
+    monkeypatch.delenv("FORK_FSTESTS_ROOTS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "clone1" / "work"))
+    assert fsroot.roots_dir() == str(tmp_path / "xdg" / "fork-kit" / "fstests-roots")
+    d = Path(fsroot.roots_dir())
+    (d / "root-k1.json").write_text(json.dumps({"key": "k1", "image": "/elsewhere/x.img"}))
+    assert fsroot.cached("k1") is None                  # no image yet
+    (d / "root-k1.img").write_bytes(b"img")
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "clone2" / "work"))
+    assert fsroot.cached("k1")["image"] == str(d / "root-k1.img")
+    (d / "root-k2.json").write_text(json.dumps({"key": "k1"}))
+    (d / "root-k2.img").write_bytes(b"img")
+    assert fsroot.cached("k2") is None                  # metadata of another key
+    monkeypatch.setenv("FORK_FSTESTS_ROOTS", str(tmp_path / "mine"))
+    assert fsroot.roots_dir() == str(tmp_path / "mine") and fsroot.cached("k1") is None

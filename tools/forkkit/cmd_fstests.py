@@ -16,9 +16,9 @@ hanging on the base kernel, each with its measured reason) are left out
 and listed.
 
 The guest: the kit's initramfs mounts a Debian root image (debootstrap of
-the machine's own mirror, fstests built inside it; made once and cached in
-work/fstests/roots/, which needs root) from /dev/vda and runs fstests'
-``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
+the machine's own mirror, fstests built inside it; made once per machine
+and cached in ~/.cache/fork-kit/fstests-roots/, shared by every clone;
+making it needs root) from /dev/vda and runs fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
 SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
 ``_check_filesystems`` after every test), results on /dev/vdd.  After every
 boot the host runs ``e2fsck -fn`` on both disks and copies fstests'

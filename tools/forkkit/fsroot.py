@@ -3,7 +3,12 @@ keyring from the machine's own apt sources) with the packages of
 ci/fstests/packages, fstests cloned from the configured git URL at the
 configured commit and built inside it (chroot), and the fsgqa users; made
 into an ext4 image (``mke2fs -d``, no loop mount) that the guest mounts
-from /dev/vda.  Cached in work/fstests/roots/ by the hash of its inputs.
+from /dev/vda.  Cached by the hash of its inputs in $FORK_FSTESTS_ROOTS,
+by default ~/.cache/fork-kit/fstests-roots/ ($XDG_CACHE_HOME if set):
+outside work/, so that every clone of the repository on a machine (CI's
+fresh clone included) reuses one image instead of spending ~16 minutes
+on debootstrap and the fstests build.  Each boot copies the image, so
+the cached one is never written.
 
 ci/fstests/source.conf names the fstests URL, commit and Debian suite;
 $FORK_FSTESTS_URL / $FORK_FSTESTS_COMMIT override them.
@@ -17,7 +22,7 @@ import shutil
 import time
 
 from . import debian
-from .common import ForkError, Lock, ensure_dir, repo_root, run, wpath, which
+from .common import ForkError, Lock, ensure_dir, repo_root, run, which
 
 FSTESTS_DIR = "/opt/xfstests"     # in the guest root
 
@@ -109,20 +114,28 @@ def root_key(inp):
 
 
 def roots_dir():
-    return ensure_dir(wpath("fstests", "roots"))
+    path = os.environ.get("FORK_FSTESTS_ROOTS")
+    if not path:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                ".cache")
+        path = os.path.join(base, "fork-kit", "fstests-roots")
+    return ensure_dir(path)
 
 
 def cached(key):
-    """The metadata of a finished root image, or None."""
+    """The metadata of a finished root image, or None.  The image is the
+    one beside the metadata, wherever the directory has been moved."""
     meta = os.path.join(roots_dir(), "root-%s.json" % key)
     try:
         with open(meta) as fh:
             info = json.load(fh)
-        if os.path.isfile(info["image"]):
-            return info
-    except (OSError, ValueError, KeyError):
-        pass
-    return None
+    except (OSError, ValueError):
+        return None
+    image = os.path.join(roots_dir(), "root-%s.img" % key)
+    if not isinstance(info, dict) or info.get("key") != key or not os.path.isfile(image):
+        return None
+    info["image"] = image
+    return info
 
 
 def ensure_root(prog, log):
