@@ -115,45 +115,58 @@ fsreport /mnt
 umount /mnt
 """, {"expect": [r"EXT2-fs \(vda\): error: "]}),
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
-    # drain) under 4 tasks doing pwrite/ftruncate on open files, then
-    # remount read-write with the tasks still running, for as long as
-    # they run (at most 300 cycles).  Once
-    # the tasks are done, statfs must equal the group descriptor sums.
-    # 256 groups, so that the counter reload scans for a while.
+    # drain) while 4 tasks rewrite their own file with one 32 MiB write()
+    # each time (a write that has started keeps allocating through the
+    # read-only period), then remount read-write at once, so that the
+    # counter reload scans the descriptors while those writes allocate.
+    # After every cycle the writers finish their write and wait, and
+    # statfs must equal the group descriptor sums: a reload that lost an
+    # update shows in the cycle it happened (and would be hidden by the
+    # next reload if only the end were compared).  2048 groups of 1024
+    # blocks, so that the reload's scan lasts.
     "emergency-remount": ("2G", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
-mkdir /mnt/a /mnt/b /mnt/c /mnt/d
-seedload -n 16 -m 60000 /mnt/a /mnt/b /mnt/c /mnt/d > /tmp/seedload.out 2>&1 &
-pid=$!
-sleep 1
+for d in a b c d; do
+	mkdir /mnt/$d
+	( while [ ! -e /tmp/stop ]; do
+		if [ -e /tmp/pause ]; then touch /tmp/paused.$d; sleep 0.02; continue; fi
+		dd if=/dev/zero of=/mnt/$d/f bs=32M count=1 2>/dev/null || sleep 0.02
+	done ) &
+done
+sleep 2
 i=0
-while [ $i -lt 300 ] && kill -0 $pid 2>/dev/null; do
+end=$(( $(date +%s) + 90 ))
+while [ $i -lt 40 ] && [ $(date +%s) -lt $end ]; do
 	echo u > /proc/sysrq-trigger
 	n=0
 	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
 		n=$((n + 1))
-		[ $n -lt 200 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
-		sleep 0.05
+		[ $n -lt 400 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
+		sleep 0.02
 	done
 	mount -o remount,rw /mnt
-	sleep 0.1
+	touch /tmp/pause
+	for d in a b c d; do
+		until [ -e /tmp/paused.$d ]; do sleep 0.02; done
+	done
+	fsreport /mnt > /tmp/statfs
+	ext2poke /dev/vda sums > /tmp/sums
+	for k in bfree ffree; do
+		s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^$k=//p")
+		g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
+		[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: cycle $i: statfs $k=$s, group descriptors $g"; exit 1; }
+	done
+	rm -f /tmp/paused.* /tmp/pause
 	i=$((i + 1))
 done
 echo "emergency remount cycles: $i"
-wait $pid || true
-cat /tmp/seedload.out
-grep -q "^/dev/vda /mnt ext2 rw," /proc/mounts || mount -o remount,rw /mnt
+[ $i -ge 10 ] || { echo "FAIL: only $i emergency remount cycles"; exit 1; }
+touch /tmp/stop
+wait
 rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
-fsreport /mnt > /tmp/statfs
-ext2poke /dev/vda sums > /tmp/sums
-cat /tmp/statfs /tmp/sums
-for k in bfree ffree; do
-	s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^$k=//p")
-	g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
-	[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs $k=$s, group descriptors $g"; exit 1; }
-done
+fsreport /mnt
 umount /mnt
-"""),
+""", {"mkfs": ["-g", "1024", "-N", "32768"]}),
     # s_first_data_block rewritten through the block device while files
     # hold reservation windows, as a fuzzer would; closing the files
     # discards the windows then (nothing allocates or frees while the
