@@ -45,37 +45,67 @@ def test_median_and_summary():
     assert benchlib.summary([]) is None
 
 
-def test_compare_ratio_and_spread():
-    a = benchlib.summary([100, 110, 90])
-    b = benchlib.summary([200, 220, 180])
-    c = benchlib.compare(a, b, "higher")
-    assert c["ratio"] == pytest.approx(2.0)
-    assert c["ratio_lo"] == pytest.approx(180 / 110)
-    assert c["ratio_hi"] == pytest.approx(220 / 90)
-    assert c["verdict"] == "B better"
-    # the same change of a lower-is-better metric is worse
-    assert benchlib.compare(a, b, "lower")["verdict"] == "B worse"
-    assert benchlib.compare(b, a, "lower")["verdict"] == "B better"
+def test_paired_ratio_interval():
+    """B/A per repetition (geometric means), t interval over repetitions:
+    the boot-to-boot spread is what makes the interval wide."""
+    a = {1: [100, 102], 2: [110, 108], 3: [95, 97]}
+    b = {1: [120, 122], 2: [133, 129], 3: [114, 116]}
+    r = benchlib.paired_ratio(a, b)
+    assert r["n"] == 3 and r["ratio"] == pytest.approx(1.2, rel=0.01)
+    assert r["lo"] < r["ratio"] < r["hi"] and r["hi"] < 1.25 and r["lo"] > 1.15
+    assert r["detectable"] == pytest.approx((r["hi"] / r["lo"]) ** 0.5 - 1, rel=1e-9)
+    # the same drift in both kernels (host slower in rep 2) does not widen it
+    flat = benchlib.paired_ratio({1: [100], 2: [150]}, {1: [110], 2: [165]})
+    assert flat["lo"] == pytest.approx(1.1) and flat["hi"] == pytest.approx(1.1)
+    # repetitions only one kernel has are not paired; one pair: no interval
+    one = benchlib.paired_ratio({1: [100], 2: [100]}, {2: [90]})
+    assert one["n"] == 1 and one["lo"] is None and one["ratio"] == pytest.approx(0.9)
+    assert benchlib.paired_ratio({1: [1]}, {2: [1]}) is None
 
 
-def test_compare_no_significant_change():
-    a = benchlib.summary([100, 104, 98])
-    b = benchlib.summary([101, 99, 103])
-    c = benchlib.compare(a, b, "higher")
-    assert c["ratio_lo"] < 1.0 < c["ratio_hi"]
-    assert c["verdict"] == "no significant change"
-    assert benchlib.not_worse(c) is True
-    # overlapping ranges, but B entirely below A's minimum: not "no change"
-    worse = benchlib.compare(benchlib.summary([100, 101]), benchlib.summary([90, 95]))
-    assert worse["verdict"] == "B worse" and benchlib.not_worse(worse) is False
+def test_t_quantiles():
+    assert benchlib.t975(1) == 12.706 and benchlib.t975(2) == 4.303
+    assert benchlib.t975(30) == 2.042
+    assert 2.0 < benchlib.t975(60) < 2.01 and 1.96 < benchlib.t975(1000) < 1.97
 
 
-def test_compare_single_samples_are_not_judged():
-    c = benchlib.compare(benchlib.summary([100]), benchlib.summary([150]), "higher")
-    assert c["ratio"] == pytest.approx(1.5)
-    assert c["verdict"] == "not judged (1 sample)"
-    assert benchlib.not_worse(c) is None
-    assert benchlib.compare(None, benchlib.summary([1]))["verdict"] == "n/a"
+@pytest.mark.parametrize("lo, hi, better, verdict, holds", [
+    (1.05, 1.10, "higher", "B better", True),
+    (0.90, 0.95, "higher", "B worse", False),
+    (0.98, 0.995, "higher", "B worse", True),         # a certain loss, but under 3%
+    (0.98, 1.02, "higher", "no change (within 3%)", True),
+    (0.95, 1.02, "higher", "inconclusive", None),     # allows a 5% loss
+    (0.90, 1.20, "higher", "inconclusive", None),
+    (1.05, 1.10, "lower", "B worse", False),          # ns per call up 5-10%
+    (0.90, 0.95, "lower", "B better", True),
+    (1.00, 1.04, "lower", "inconclusive", None),      # up to 3.8% slower
+])
+def test_judge_interval(lo, hi, better, verdict, holds):
+    r = {"ratio": (lo * hi) ** 0.5, "lo": lo, "hi": hi, "n": 3, "detectable": 0}
+    assert benchlib.judge_interval(r, better) == (verdict, holds)
+
+
+def test_judge_interval_needs_two_repetitions():
+    r = {"ratio": 1.5, "lo": None, "hi": None, "n": 1, "detectable": None}
+    assert benchlib.judge_interval(r) == ("not judged (fewer than 2 repetitions)", None)
+    assert benchlib.judge_interval(None)[1] is None
+
+
+def test_aggregate_pairs_and_control():
+    """A 10% slowdown of B that the min..max rule called 'no significant
+    change' (the ranges overlap because the host drifts between boots) is
+    seen through the paired interval; the control C (A booted again) has
+    its own C/A."""
+    pts = benchlib.make_points(QUICK, ["inode"])[:1]
+    drift = {1: 1.0, 2: 1.3, 3: 0.8}
+    samples = make_samples(pts, lambda p, k, rep: 100.0 * drift[rep] * (
+        {"A": 1.0, "B": 0.9, "C": 1.0}[k]), kernels=("A", "B", "C"))
+    row = benchlib.aggregate(samples, pts)[0]
+    assert row["B"]["min"] < row["A"]["max"]            # the ranges overlap
+    assert row["ratio"] == pytest.approx(0.9) and row["verdict"] == "B worse"
+    assert row["holds"] is False and row["pairs"] == 3
+    assert row["control"]["ratio"] == pytest.approx(1.0)
+    assert row["control"]["verdict"] == "no change (within 3%)"
 
 
 # ---------------------------------------------------------------------------
@@ -114,14 +144,14 @@ def test_load_watcher_follows_the_console(tmp_path):
     w = cmd_bench.LoadWatcher(str(log), interval=0.05)
     w.start()
     with open(log, "w") as fh:
-        fh.write("# qemu ...\nPOINT id=0 workload=statfs fs=ext2\r\n")
+        fh.write("# qemu ...\nPOINT id=0 iter=0 workload=statfs fs=ext2\r\n")
         fh.flush()
         import time
         time.sleep(0.3)
-        fh.write("RESULT prog=statfsbench ns_per_call=3\r\nPOINT id=1 workload=x\r\n")
+        fh.write("RESULT prog=statfsbench ns_per_call=3\r\nPOINT id=1 iter=0 workload=x\r\n")
         fh.write("RESULT prog=statfsbench ns_per_call=4\r\n")
     w.stop()
-    assert set(w.events) == {0, 1}
+    assert set(w.events) == {(0, 0), (1, 0)}
     l0 = w.load_of(0)
     assert len(l0["before"]) == 3 and len(l0["after"]) == 3
     assert l0["seconds"] >= 0.2
@@ -175,7 +205,7 @@ def test_statfs_images_have_the_group_counts():
 def test_guest_script_contains_all_points():
     pts = benchlib.make_points(FULL)
     script = benchlib.guest_script(pts)
-    announced = re.findall(r'^echo "POINT id=(\d+) (.*)"$', script, re.M)
+    announced = re.findall(r'^echo "POINT id=(\d+) iter=0 (.*)"$', script, re.M)
     assert [int(i) for i, _ in announced] == list(range(len(pts)))
     assert [k for _, k in announced] == [p.key for p in pts]
     for p in pts:
@@ -198,7 +228,7 @@ def test_guest_script_contains_all_points():
 def test_guest_script_lockstat_mode():
     pts = benchlib.make_points(QUICK)
     script = benchlib.guest_script(pts, lockstat=True)
-    announced = re.findall(r'^echo "POINT id=(\d+) (.*)"$', script, re.M)
+    announced = re.findall(r'^echo "POINT id=(\d+) iter=0 (.*)"$', script, re.M)
     assert announced and all("fs=ext2" in k for _, k in announced)
     assert len(announced) == len([p for p in pts if p.fs == "ext2"])
     assert "mount -t ext4" not in script and "mount -t tmpfs" not in script
@@ -288,7 +318,7 @@ def test_lockstat_dump_awk_in_busybox(tmp_path):
     assert lines[-1] == "LOCKSTAT-END workload=statfs"
     assert not any("rcu_node_0" in l or "zone->lock" in l for l in lines)
     out = benchlib.parse_output(
-        ["POINT id=0 " + benchlib.make_points(QUICK, ["statfs"])[0].key,
+        ["POINT id=0 iter=0 " + benchlib.make_points(QUICK, ["statfs"])[0].key,
          "RESULT prog=statfsbench threads=1 calls=3 ns_per_call=5"] + lines + ["BENCH-END"],
         benchlib.make_points(QUICK, ["statfs"])[:1])
     classes, _ = benchlib.parse_lockstat(out[1]["statfs"])
@@ -346,7 +376,7 @@ def fake_result(p, value):
     return "RESULT prog=dbench mb_per_s=%.2f clients=2 max_latency_ms=3.0" % value
 
 
-def fake_output(points, value_fn, lockstat=False):
+def fake_output(points, value_fn, lockstat=False, runs=1):
     out = ["BENCH-BEGIN points=%d" % len(points)]
     cur_wl = None
     for i, p in enumerate(points):
@@ -357,9 +387,10 @@ def fake_output(points, value_fn, lockstat=False):
                 out += ["LOCKSTAT-BEGIN workload=" + cur_wl] + \
                     FAKE_LOCK_STAT.splitlines()[5:] + ["LOCKSTAT-END workload=" + cur_wl]
             cur_wl = p.workload
-        out.append("POINT id=%d %s" % (i, p.key))
-        out.append("[   12.345678] some kernel message")
-        out.append(fake_result(p, value_fn(p)))
+        for j in range(1 if lockstat else runs):
+            out.append("POINT id=%d iter=%d %s" % (i, j, p.key))
+            out.append("[   12.345678] some kernel message")
+            out.append(fake_result(p, value_fn(p)))
     if cur_wl:
         out += ["LOCKSTAT-BEGIN workload=" + cur_wl, "LOCKSTAT-END workload=" + cur_wl]
     out.append("BENCH-END points=%d" % len(points))
@@ -370,7 +401,7 @@ def test_parse_output_maps_results_to_points():
     pts = benchlib.make_points(QUICK)
     res, dumps = benchlib.parse_output(fake_output(pts, lambda p: 100.0), pts)
     assert sorted(res) == list(range(len(pts)))
-    assert res[0]["prog"] == "statfsbench"
+    assert res[0][0]["prog"] == "statfsbench" and len(res[0]) == 1
     assert dumps == {}
     res, dumps = benchlib.parse_output(fake_output(pts, lambda p: 1.0, lockstat=True), pts,
                                        lockstat=True)
@@ -447,12 +478,13 @@ def bad_series(p, k, rep):
 
 def test_targets_reached():
     pts = benchlib.make_points(FULL)
-    samples = make_samples(pts, good_series)
+    samples = make_samples(pts, lambda p, k, rep: good_series(p, "A" if k == "C" else k, rep),
+                           kernels=("A", "B", "C"))
     rows = benchlib.aggregate(samples, pts)
     ls = {"A": {"seed": benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())[0]},
           "B": {"seed": benchlib.parse_lockstat(FAKE_LOCK_STAT.splitlines())[0][2:]}}
     ts = benchlib.targets(rows, samples, ls)
-    assert len(ts) == 8
+    assert len(ts) == 9
     bad = [t for t in ts if t["reached"] is not True]
     assert not bad, bad
     assert "A: seed: &sbi->s_lock" in ts[-1]["detail"]
@@ -468,6 +500,9 @@ def test_targets_not_reached():
     for name, t in ts.items():
         if "2 threads makes at least" in name:
             continue        # O(groups) per call still scales with threads here
+        if name.startswith("control:"):
+            assert t["reached"] is None and "no control" in t["detail"]
+            continue
         assert t["reached"] is False, (name, t)
     assert "&sbi->s_lock" in ts["lockstat: no filesystem-wide ext2 lock among B's "
                                 "contended classes"]["detail"]
@@ -479,7 +514,8 @@ def test_targets_not_measured():
     ts = benchlib.targets(benchlib.aggregate(samples, pts), samples, None)
     assert all(t["reached"] is None for t in ts)
     assert any("run with --lockstat" in t["detail"] for t in ts)
-    assert any("1 sample" in r["verdict"] for r in benchlib.aggregate(samples, pts))
+    assert any("fewer than 2 repetitions" in r["verdict"]
+               for r in benchlib.aggregate(samples, pts))
 
 
 # ---------------------------------------------------------------------------
@@ -531,20 +567,22 @@ def fake_world(tmp_path, monkeypatch):
     monkeypatch.setattr(cmd_bench, "fresh_disks", fake_disks)
     monkeypatch.setattr(guesttests, "fsck", lambda image, reports=(), log=None, need_statfs=True: None)
     monkeypatch.setattr(cmd_bench, "dbench_files", lambda: {})
-    world = argparse.Namespace(builds=builds, boots=[], fail_boot=None)
+    world = argparse.Namespace(builds=builds, boots=[], fail_boot=None, icount=[])
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None):
+                       prog=None, label="boot", extra_files=None, icount=False):
+        world.icount.append(icount)
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
         world.boots.append((k, kernel, script, list(disks), timeout, smp, mem, extra_files))
         assert len(disks) == len(benchlib.DISKS)
-        keys = re.findall(r'^echo "POINT id=\d+ (.*)"$', script, re.M)
+        keys = re.findall(r'^echo "POINT id=\d+ iter=0 (.*)"$', script, re.M)
         pts = [p for p in benchlib.make_points(QUICK) if p.key in keys]
         allp = benchlib.make_points(QUICK)
         lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]
         rep = sum(1 for b in world.boots if b[0] == k)
-        out = fake_output(allp, lambda p: good_series(p, k, rep), lockstat=lockstat)
-        assert len(pts) == len([l for l in out if l.startswith("POINT")])
+        runs = len(re.findall(r'^echo "POINT id=0 iter=\d+ ', script, re.M)) or 1
+        out = fake_output(allp, lambda p: good_series(p, k, rep), lockstat=lockstat, runs=runs)
+        assert len(pts) * runs == len([l for l in out if l.startswith("POINT")])
         Path(log).write_text("\n".join(out) + "\n")
         if world.fail_boot == len(world.boots):
             return FakeBoot(out[:3], log, rc=1, problems=["BUG: kernel NULL pointer"])
@@ -570,8 +608,9 @@ needs_gnuplot = pytest.mark.skipif(not shutil.which("gnuplot"), reason="gnuplot 
 def test_run_with_fakes_writes_everything(tmp_path, fake_world):
     printed = []
     doc = cmd_bench.run_bench(opts(tmp_path), out=printed.append)
-    # interleaved A B A B, the same disks, script and QEMU settings for both
-    assert [b[0] for b in fake_world.boots] == ["A", "B", "A", "B"]
+    # A B, then B A (the order rotates), the same disks, script and QEMU
+    # settings for both
+    assert [b[0] for b in fake_world.boots] == ["A", "B", "B", "A"]
     assert len({b[2] for b in fake_world.boots}) == 1
     assert all(b[5] == 2 and b[6] == "2048" for b in fake_world.boots)
     assert sorted(fake_world.builds) == [("a" * 40, "base"), ("b" * 40, "base")]
@@ -603,7 +642,7 @@ def test_run_with_fakes_writes_everything(tmp_path, fake_world):
     for wl in benchlib.WORKLOADS:
         assert "## %s" % wl in md
     assert md.count("| reached |") + md.count("| **not reached** |") + \
-        md.count("| not measured / not judged |") == 8
+        md.count("| inconclusive / not measured |") == 9
     for p in pts:
         assert benchlib._params({"params": p.params}) in md
     cmd = (out / "latest.cmd").read_text()
@@ -672,7 +711,7 @@ def test_boot_adds_extra_files_to_the_initramfs(monkeypatch):
     seen = {}
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None):
+                       prog=None, label="boot", extra_files=None, icount=False):
         seen["extra"] = extra_files
         return "booted"
 
@@ -748,7 +787,8 @@ def test_markdown_structure():
     assert md.startswith("# fork bench test: distro/6.12 (A) vs series/6.12 (B)")
     assert "Loaded samples: 1 of %d" % len(doc["samples"]) in md
     assert " L1 " in md
-    tables = re.findall(r"^\| fs \| point \| A \| B \| B/A \| verdict \|$", md, re.M)
+    tables = re.findall(r"^\| fs \| point \| A \| B \| B/A \[95%\] ±detectable \| verdict \|$",
+                        md, re.M)
     assert len(tables) == 4
     assert "ext4 (ref)" in md and "tmpfs (ref)" in md
     assert "no significant change" in md or "B better" in md
@@ -784,3 +824,57 @@ def test_integration_quick_run(tmp_path):
     assert len(data["stats"]) == len(pts)
     assert (out / "latest.png").stat().st_size > 0
     assert "## Targets" in (out / "latest.md").read_text()
+
+
+def test_guest_script_and_parse_with_runs():
+    pts = benchlib.make_points(QUICK, ["inode"])
+    script = benchlib.guest_script(pts, runs=3)
+    ann = re.findall(r'^echo "POINT id=(\d+) iter=(\d+) ', script, re.M)
+    assert ann == [(str(i), str(j)) for i in range(len(pts)) for j in range(3)]
+    res, _ = benchlib.parse_output(fake_output(pts, lambda p: 5.0, runs=3), pts, runs=3)
+    assert all(len(v) == 3 for v in res.values())
+    with pytest.raises(benchlib.ParseError, match="without a result"):
+        benchlib.parse_output(fake_output(pts, lambda p: 5.0, runs=2), pts, runs=3)
+    swapped = [l.replace("iter=0", "iter=X").replace("iter=1", "iter=0").replace("iter=X", "iter=1")
+               for l in fake_output(pts, lambda p: 5.0, runs=2)]
+    with pytest.raises(benchlib.ParseError, match="out of order"):
+        benchlib.parse_output(swapped, pts, runs=2)
+    # lockstat boots run every point once whatever --runs says
+    ls = benchlib.guest_script(pts, lockstat=True, runs=3)
+    assert len(re.findall(r'^echo "POINT id=\d+ iter=0 ', ls, re.M)) == \
+        len([p for p in pts if p.fs == "ext2"]) and "iter=1" not in ls
+
+
+@needs_gnuplot
+def test_run_with_control_runs_warmup_icount(tmp_path, fake_world):
+    doc = cmd_bench.run_bench(opts(tmp_path, reps=3, control=True, runs=3, warmup=1,
+                                   mode="icount", smp=4), out=lambda s: None)
+    # every repetition boots A, B and C (A's image again), rotating
+    order = [b[0] for b in fake_world.boots]
+    assert order == ["A", "B", "A", "B", "A", "A", "A", "A", "B"]   # C boots A's image
+    assert [(s[0], s[1]) for s in cmd_bench.schedule(3, False, True)] == [
+        (1, "A"), (1, "B"), (1, "C"), (2, "B"), (2, "C"), (2, "A"), (3, "C"), (3, "A"), (3, "B")]
+    assert doc["kernels"]["C"]["image"] == doc["kernels"]["A"]["image"]
+    assert all(fake_world.icount) and all(b[5] == 4 for b in fake_world.boots)
+    pts = benchlib.make_points(QUICK)
+    assert len(doc["samples"]) == 9 * 3 * len(pts)
+    assert sum(1 for s in doc["samples"] if s["warmup"]) == 9 * len(pts)
+    row = doc["stats"][0]
+    assert row["A"]["n"] == 3 * 2 and row["pairs"] == 3 and "control" in row
+    cmd = (Path(doc["run"]["dir"]) / "bench.cmd").read_text()
+    for flag in ("--control", "--runs 3", "--warmup 1", "--mode icount", "--smp 4"):
+        assert flag in cmd
+    md = (Path(doc["run"]["dir"]) / "bench.md").read_text()
+    assert "A/A control C/A" in md and "mode icount, 4 vCPUs" in md
+    assert "Student's t" in md
+
+
+@pytest.mark.parametrize("kw, msg", [
+    ({"runs": 2, "warmup": 2}, "--warmup less than --runs"),
+    ({"runs": 0}, "--runs must be at least 1"),
+    ({"control": True, "reps": 1}, "--control needs --reps 2"),
+    ({"smp": 0}, "--smp must be between"),
+])
+def test_bad_method_options(tmp_path, fake_world, kw, msg):
+    with pytest.raises(ForkError, match=msg):
+        cmd_bench.run_bench(opts(tmp_path, **kw), out=lambda s: None)

@@ -221,6 +221,9 @@ def test_qemu_command_line(tmp_path, monkeypatch):
     assert "-no-reboot" in cmd
     kvm = cmd_boot.qemu_cmd("bz", "initrd", [], 1, "512", True, "")
     assert kvm[kvm.index("-accel") + 1] == "kvm"
+    ic = cmd_boot.qemu_cmd("bz", "initrd", [], 2, "512", False, "", icount=True)
+    assert ic[ic.index("-accel") + 1] == "tcg,thread=single"
+    assert ic[ic.index("-icount") + 1] == "shift=0,sleep=off" and ic.count("-accel") == 1
     with pytest.raises(ForkError, match="disk image .*nope.img does not exist"):
         cmd_boot.qemu_cmd("bz", "initrd", [str(tmp_path / "nope.img")], 1, "512", False, "")
 

@@ -221,12 +221,13 @@ def unmount_cmds(phase):
     return out
 
 
-def guest_script(points, lockstat=False):
-    """The guest command for one boot: every point, each announced by a
-    `POINT id=<i> <key>` line and followed by its program's RESULT line.
+def guest_script(points, lockstat=False, runs=1):
+    """The guest command for one boot: every point `runs` times in a row,
+    each run announced by a `POINT id=<i> iter=<j> <key>` line and followed
+    by its program's RESULT line.
 
-    With lockstat=True only the ext2 points run, and /proc/lock_stat is reset
-    before and dumped after each workload."""
+    With lockstat=True only the ext2 points run, once, and /proc/lock_stat is
+    reset before and dumped after each workload."""
     lines = [SCRIPT_HEAD % {"loadfile": DBENCH_LOADFILE}]
     chosen = [(i, p) for i, p in enumerate(points) if not lockstat or p.fs == "ext2"]
     lines.append('echo "BENCH-BEGIN points=%d"' % len(chosen))
@@ -249,9 +250,10 @@ def guest_script(points, lockstat=False):
             cur_phase = p.phase
         if pending_reset:
             lines.append("sync; lockstat_reset")
-        lines.append("sync")
-        lines.append('echo "POINT id=%d %s"' % (i, p.key))
-        lines.append("%s || fail 'point %d: %s'" % (p.cmd, i, p.cmd))
+        for j in range(1 if lockstat else runs):
+            lines.append("sync")
+            lines.append('echo "POINT id=%d iter=%d %s"' % (i, j, p.key))
+            lines.append("%s || fail 'point %d: %s'" % (p.cmd, i, p.cmd))
     if lockstat and cur_wl is not None:
         lines.append("lockstat_dump %s" % cur_wl)
     if cur_phase is not None:
@@ -263,7 +265,7 @@ def guest_script(points, lockstat=False):
 # ---------------------------------------------------------------------------
 # Parsing the guest's output
 
-POINT_RE = re.compile(r"POINT id=(\d+) (.*?)\s*$")
+POINT_RE = re.compile(r"POINT id=(\d+) iter=(\d+) (.*?)\s*$")
 
 
 class ParseError(Exception):
@@ -280,12 +282,15 @@ def _fields(line):
     return out
 
 
-def parse_output(output, points, lockstat=False):
-    """Guest output -> ({point id: RESULT fields}, {workload: [lockstat lines]}).
+def parse_output(output, points, lockstat=False, runs=1):
+    """Guest output -> ({point id: [RESULT fields of run 0, 1, ...]},
+    {workload: [lockstat lines]}).
 
-    Every point the script runs must have exactly one RESULT line of the
-    expected program; anything else raises ParseError."""
+    Every run of every point the script runs (`runs` each; one with
+    lockstat) must have exactly one RESULT line of the expected program, in
+    order; anything else raises ParseError."""
     want = {i for i, p in enumerate(points) if not lockstat or p.fs == "ext2"}
+    runs = 1 if lockstat else runs
     results = {}
     dumps = {}
     cur = None
@@ -300,12 +305,14 @@ def parse_output(output, points, lockstat=False):
             continue
         m = POINT_RE.search(line)
         if m:
-            i = int(m.group(1))
-            if i >= len(points) or points[i].key != m.group(2):
+            i, j = int(m.group(1)), int(m.group(2))
+            if i >= len(points) or points[i].key != m.group(3):
                 raise ParseError("guest announced an unknown point: %s" % line.strip())
             if cur is not None:
                 raise ParseError("point %d (%s) printed no RESULT line"
                                  % (cur, points[cur].key))
+            if j != len(results.get(i, [])) or j >= runs:
+                raise ParseError("point %d (%s): run %d out of order" % (i, points[i].key, j))
             cur = i
             continue
         if "RESULT " in line:
@@ -324,7 +331,7 @@ def parse_output(output, points, lockstat=False):
                 raise ParseError("point %d (%s): %s=%s, not a measurement"
                                  % (cur, points[cur].key, points[cur].metric,
                                     fields[points[cur].metric]))
-            results[cur] = fields
+            results.setdefault(cur, []).append(fields)
             cur = None
             continue
         m = re.search(r"LOCKSTAT-BEGIN workload=(\S+)", line)
@@ -335,7 +342,7 @@ def parse_output(output, points, lockstat=False):
             ended = True
     if cur is not None:
         raise ParseError("point %d (%s) printed no RESULT line" % (cur, points[cur].key))
-    missing = sorted(want - set(results))
+    missing = sorted(i for i in want if len(results.get(i, [])) < runs)
     if missing:
         raise ParseError("%d point(s) without a result, first: %s"
                          % (len(missing), points[missing[0]].key))
@@ -429,33 +436,73 @@ def summary(xs):
     return {"n": len(xs), "median": median(xs), "min": min(xs), "max": max(xs)}
 
 
-def compare(a, b, better="higher"):
-    """B against A from two summaries: ratio of medians, its spread (the
-    ratio's extreme values over the min..max ranges) and a verdict.
-
-    The change is "no significant change" when the ratio's spread crosses
-    1.0; it is judged only with at least two samples on each side."""
-    if not a or not b or a["median"] == 0 or a["min"] <= 0 or a["max"] <= 0:
-        return {"ratio": None, "ratio_lo": None, "ratio_hi": None, "verdict": "n/a"}
-    ratio = b["median"] / a["median"]
-    lo = b["min"] / a["max"]
-    hi = b["max"] / a["min"]
-    if a["n"] < 2 or b["n"] < 2:
-        verdict = "not judged (1 sample)"
-    elif lo <= 1.0 <= hi:
-        verdict = "no significant change"
-    elif (lo > 1.0) == (better == "higher"):
-        verdict = "B better"
-    else:
-        verdict = "B worse"
-    return {"ratio": ratio, "ratio_lo": lo, "ratio_hi": hi, "verdict": verdict}
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+MARGIN = 0.03           # a point "holds" when its interval allows no loss beyond 3%
+INTERVAL_RULE = (
+    "B/A (and the A/A control's C/A) is the geometric mean over repetitions of each "
+    "repetition's ratio, a repetition being one boot of each kernel, back to back and "
+    "in rotating order; a repetition's ratio is the ratio of the geometric means of its "
+    "samples.  The 95%% interval is Student's t over the repetitions' log ratios "
+    "(n - 1 degrees of freedom), so boot-to-boot noise is inside it; \"detectable\" is "
+    "its half-width.  A point holds (no loss) when the interval allows no loss beyond "
+    "%d%%, is worse when the whole interval is a loss beyond it, and is inconclusive "
+    "otherwise; it changed (better/worse) when the interval excludes 1.0." % (MARGIN * 100))
 
 
-def not_worse(cmp):
-    """B >= A within noise: True, False, or None when not judged."""
-    if cmp["verdict"] in ("n/a", "not judged (1 sample)"):
+def t975(df):
+    if df < 1:
+        raise ValueError("no degrees of freedom")
+    return T975[df - 1] if df <= len(T975) else 1.96 + 2.5 / df
+
+
+def paired_ratio(a_reps, x_reps):
+    """X/A from {rep: [values]} of both kernels, paired by repetition:
+    {"ratio", "lo", "hi", "n", "detectable"}; lo/hi are None with fewer
+    than two repetitions that both kernels have."""
+    reps = sorted(r for r in a_reps if r in x_reps and a_reps[r] and x_reps[r])
+    logs = []
+    for r in reps:
+        a, x = a_reps[r], x_reps[r]
+        if min(a) <= 0 or min(x) <= 0:
+            raise ValueError("a sample is not positive")
+        logs.append(sum(math.log(v) for v in x) / len(x) - sum(math.log(v) for v in a) / len(a))
+    if not logs:
         return None
-    return cmp["verdict"] != "B worse"
+    mean = sum(logs) / len(logs)
+    out = {"ratio": math.exp(mean), "lo": None, "hi": None, "n": len(logs), "detectable": None}
+    if len(logs) >= 2:
+        half = t975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+        out.update(lo=math.exp(mean - half), hi=math.exp(mean + half),
+                   detectable=math.exp(half) - 1)
+    return out
+
+
+def judge_interval(r, better="higher", margin=MARGIN):
+    """(verdict, holds) of a paired_ratio() result.  holds: True when the
+    interval allows no loss beyond `margin`, False when all of it is such a
+    loss, None when it is not judged or inconclusive."""
+    if not r or r["lo"] is None:
+        return "not judged (fewer than 2 repetitions)", None
+    lo, hi = (r["lo"], r["hi"]) if better == "higher" else (1 / r["hi"], 1 / r["lo"])
+    holds = True if lo >= 1 - margin else (False if hi < 1 - margin else None)
+    if lo > 1:
+        verdict = "B better"
+    elif hi < 1:
+        verdict = "B worse"
+    elif lo >= 1 - margin and hi <= 1 + margin:
+        verdict = "no change (within %d%%)" % (margin * 100)
+    else:
+        verdict = "inconclusive"
+    return verdict, holds
+
+
+def not_worse(row):
+    """B loses no more than MARGIN at this point: True, False, or None when
+    not judged or inconclusive."""
+    return row.get("holds")
 
 
 # ---------------------------------------------------------------------------
@@ -503,14 +550,18 @@ def other_cpu(start, end, own=("qemu", "self")):
 # Aggregation
 
 def aggregate(samples, points):
-    """Per point: A and B summaries of the metric and the comparison."""
+    """Per point: the A, B (and C, the A/A control) summaries of the metric,
+    B/A paired by repetition with its interval and verdict, and C/A."""
     rows = []
     for p in points:
-        vals = {"A": [], "B": []}
-        loaded = {"A": 0, "B": 0}
+        vals = {"A": [], "B": [], "C": []}
+        reps = {"A": {}, "B": {}, "C": {}}
+        loaded = {"A": 0, "B": 0, "C": 0}
         for s in samples:
-            if s["point"] == p.key and s["flavour"] == "base" and s["kernel"] in vals:
+            if s["point"] == p.key and s["flavour"] == "base" and s["kernel"] in vals \
+                    and not s.get("warmup"):
                 vals[s["kernel"]].append(s["value"])
+                reps[s["kernel"]].setdefault(s["rep"], []).append(s["value"])
                 loaded[s["kernel"]] += 1 if s["loaded"] else 0
         a, b = summary(vals["A"]), summary(vals["B"])
         if not a and not b:
@@ -518,7 +569,15 @@ def aggregate(samples, points):
         row = {"point": p.key, "workload": p.workload, "fs": p.fs, "params": p.params,
                "metric": p.metric, "better": p.better, "A": a, "B": b,
                "loaded": loaded}
-        row.update(compare(a, b, p.better))
+        pr = paired_ratio(reps["A"], reps["B"]) if a and b else None
+        verdict, holds = judge_interval(pr, p.better)
+        row.update(ratio=pr and pr["ratio"], ratio_lo=pr and pr["lo"],
+                   ratio_hi=pr and pr["hi"], detectable=pr and pr["detectable"],
+                   pairs=pr["n"] if pr else 0, verdict=verdict if pr else "n/a", holds=holds)
+        if vals["C"]:
+            row["C"] = summary(vals["C"])
+            cr = paired_ratio(reps["A"], reps["C"]) if a else None
+            row["control"] = dict(cr or {}, verdict=judge_interval(cr, p.better)[0])
         rows.append(row)
     return rows
 
@@ -541,9 +600,46 @@ def _extra(samples, workload, fs, kernel, field, **params):
     """Median of another RESULT field over the base-flavour samples."""
     xs = [float(s["result"][field]) for s in samples
           if s["workload"] == workload and s["fs"] == fs and s["kernel"] == kernel
-          and s["flavour"] == "base" and field in s["result"]
+          and s["flavour"] == "base" and field in s["result"] and not s.get("warmup")
           and all(s["params"].get(k) == v for k, v in params.items())]
     return median(xs) if xs else None
+
+
+def _interval(r):
+    """'0.987 [0.962..1.01] +-2.4%' for a paired_ratio()-like dict."""
+    if not r or r.get("ratio") is None:
+        return "-"
+    if r.get("lo") is None:
+        return "%.3g (1 repetition)" % r["ratio"]
+    return "%.3g [%.3g..%.3g] ±%.1f%%" % (r["ratio"], r["lo"], r["hi"],
+                                          100 * r["detectable"])
+
+
+def _half_width(r):
+    return r["detectable"] if r.get("detectable") is not None else float("inf")
+
+
+def _holds_all(rows):
+    """(reached, detail) over points judged with not_worse()."""
+    oks = [not_worse(r) for r in rows]
+    worse = [r for r, ok in zip(rows, oks) if ok is False]
+    open_ = [r for r, ok in zip(rows, oks) if ok is None]
+    reached = False if worse else (None if open_ else True)
+    parts = []
+    if worse:
+        parts.append("worse: " + "; ".join("%s %s" % (_params(r), _interval(_pr(r)))
+                                           for r in worse))
+    if open_:
+        parts.append("inconclusive or not judged: " + "; ".join(
+            "%s %s" % (_params(r), _interval(_pr(r))) for r in open_))
+    if not parts:
+        parts.append("B/A %s" % ", ".join(_interval(_pr(r)) for r in rows))
+    return reached, "; ".join(parts)
+
+
+def _pr(row):
+    return {"ratio": row.get("ratio"), "lo": row.get("ratio_lo"), "hi": row.get("ratio_hi"),
+            "detectable": row.get("detectable")}
 
 
 def _fmt_x(x):
@@ -601,17 +697,11 @@ def targets(rows, samples, lockstat=None):
 
     # seed
     seed_rows = [r for r in rows if r["workload"] == "seed" and r["fs"] == "ext2"]
-    judged = [(r, not_worse(r)) for r in seed_rows]
+    name = "seed: no ext2 point loses more than %d%% (95%% interval of B/A)" % (MARGIN * 100)
     if not seed_rows:
-        add("seed: B >= A at every ext2 point within noise", None, "not measured")
+        add(name, None, "not measured")
     else:
-        worse = [r["point"] for r, ok in judged if ok is False]
-        unjudged = [r for r, ok in judged if ok is None]
-        reached = False if worse else (None if unjudged else True)
-        detail = ("worse: %s" % "; ".join(worse)) if worse else \
-            ("not judged: fewer than 2 samples" if unjudged else
-             "ratios %s" % ", ".join(_fmt_x(r["ratio"]) for r in seed_rows))
-        add("seed: B >= A at every ext2 point within noise", reached, detail)
+        add(name, *_holds_all(seed_rows))
     vals, oks = [], []
     for n in SEED_BLOCKS:
         b1 = _med(_row(rows, "seed", "ext2", n=n, tasks=1), "B")
@@ -627,14 +717,27 @@ def targets(rows, samples, lockstat=None):
 
     # inode
     inode_rows = [r for r in rows if r["workload"] == "inode" and r["fs"] == "ext2"]
+    name = "inode: no ext2 point loses more than %d%% (95%% interval of B/A)" % (MARGIN * 100)
     if not inode_rows:
-        add("inode: B >= A within noise", None, "not measured")
+        add(name, None, "not measured")
     else:
-        oks = [not_worse(r) for r in inode_rows]
-        reached = False if False in oks else (None if None in oks else True)
-        add("inode: B >= A within noise", reached,
-            ", ".join("%s tasks: %s (%s)" % (r["params"]["tasks"], _fmt_x(r["ratio"]),
-                                              r["verdict"]) for r in inode_rows))
+        add(name, *_holds_all(inode_rows))
+
+    # the A/A control
+    name = ("control: the A/A interval (C/A) is within %d%% at every ext2 seed and statfs "
+            "point" % (MARGIN * 100))
+    ctl = [r for r in rows if r["workload"] in ("seed", "statfs") and r["fs"] == "ext2"
+           and r.get("control")]
+    if not ctl:
+        add(name, None, "no control in this run (--control)")
+    else:
+        widest = max(ctl, key=lambda r: _half_width(r["control"]))
+        within = [r for r in ctl if r["control"].get("lo") is not None and
+                  r["control"]["lo"] >= 1 - MARGIN and r["control"]["hi"] <= 1 + MARGIN]
+        judged = [r for r in ctl if r["control"].get("lo") is not None]
+        add(name, (len(within) == len(ctl)) if len(judged) == len(ctl) else None,
+            "%d of %d points within; widest: %s %s" % (
+                len(within), len(ctl), _params(widest), _interval(widest["control"])))
 
     # lock statistics
     if not lockstat:
@@ -702,13 +805,18 @@ def markdown(doc):
         (kb.get("commit") or "?")[:12],
         " (the same commit: an A/A run, every difference is noise)"
         if ka.get("commit") and ka.get("commit") == kb.get("commit") else ""))
-    out.append("- %d repetition(s), boots interleaved A B A B ...; one boot per kernel and "
-               "repetition runs every point%s" % (meta["reps"], "; --quick sizes" if
-                                                 meta.get("quick") else ""))
+    out.append("- %d repetition(s), each one boot per kernel (%s), the order rotating; every "
+               "boot runs every point %d time(s)%s%s; mode %s, %d vCPUs%s" % (
+                   meta["reps"], "A, B and the A/A control C = A's image" if meta.get("control")
+                   else "A and B", meta.get("runs", 1),
+                   (", the first %d discarded" % meta["warmup"]) if meta.get("warmup") else "",
+                   "; --quick sizes" if meta.get("quick") else "", meta.get("mode", "wall"),
+                   meta.get("smp", 2),
+                   " (icount: CPU work per operation, the vCPUs take turns)"
+                   if meta.get("mode") == "icount" else ""))
     out.append("- guest: %s" % meta.get("guest", ""))
     out.append("- **%s**" % TCG_NOTE)
-    out.append("- cells: median [min..max] n=samples; B/A: ratio of medians [extremes over "
-               "the ranges]; *no significant change* when that spread crosses 1.0")
+    out.append("- cells: median [min..max] n=samples.  %s" % INTERVAL_RULE)
     out.append("- load: %s. Loaded samples: %d of %d." % (
         LOAD_RULE, sum(1 for s in doc["samples"] if s["loaded"]), len(doc["samples"])))
     out.append("- reproduce: `%s`" % meta.get("command", ""))
@@ -718,8 +826,8 @@ def markdown(doc):
     out.append("| target | result | figures |")
     out.append("|---|---|---|")
     for t in doc["targets"]:
-        res = {True: "reached", False: "**not reached**", None: "not measured / not judged"}[
-            t["reached"]]
+        res = {True: "reached", False: "**not reached**",
+               None: "inconclusive / not measured"}[t["reached"]]
         out.append("| %s | %s | %s |" % (t["target"], res, t["detail"]))
     for wl in WORKLOADS:
         rows = [r for r in doc["stats"] if r["workload"] == wl]
@@ -728,15 +836,16 @@ def markdown(doc):
         out.append("")
         out.append("## %s: %s, %s is better" % (wl, UNITS[wl], rows[0]["better"]))
         out.append("")
-        out.append("| fs | point | A | B | B/A | verdict |")
-        out.append("|---|---|---|---|---|---|")
+        control = any(r.get("control") for r in rows)
+        out.append("| fs | point | A | B | B/A [95%%] ±detectable | verdict |%s"
+                   % (" A/A control C/A |" if control else ""))
+        out.append("|---|---|---|---|---|---|" + ("---|" if control else ""))
         for r in rows:
-            ratio = "-" if r["ratio"] is None else "%.3g [%.3g..%.3g]" % (
-                r["ratio"], r["ratio_lo"], r["ratio_hi"])
-            out.append("| %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s |%s" % (
                 r["fs"] + ("" if r["fs"] == "ext2" else " (ref)"), _params(r),
-                _cell(r["A"], r["loaded"]["A"]), _cell(r["B"], r["loaded"]["B"]), ratio,
-                r["verdict"]))
+                _cell(r["A"], r["loaded"]["A"]), _cell(r["B"], r["loaded"]["B"]),
+                _interval(_pr(r)), r["verdict"],
+                (" %s |" % _interval(r.get("control"))) if control else ""))
     ls = doc.get("lockstat")
     if ls:
         out.append("")

@@ -1,12 +1,32 @@
 """bench: A/B benchmarks of two revisions (stock vs series) side by side.
 
-    tools/fork bench [A] [B] [--reps R] [--quick] [--lockstat] [--only W,...] [--out DIR]
+    tools/fork bench [A] [B] [--reps R] [--control] [--runs K] [--warmup W]
+                     [--mode wall|icount] [--smp N] [--quick] [--lockstat]
+                     [--only W,...] [--out DIR]
 
 A defaults to ``distro/<ver>`` (stock), B to ``series/<ver>``.  Both are built
 with the same config (flavour ``base``) and booted with the same QEMU
 arguments (TCG, -smp 2, 2048 MiB) on fresh copies of the same disk images.
-One guest boot per kernel and repetition runs every point in sequence;
-boots are interleaved A B A B ... for R repetitions (default 3).
+One guest boot per kernel and repetition runs every point in sequence
+(each point K times in a row with ``--runs K``, the first W of them
+discarded as warm-up with ``--warmup W``); a repetition is one boot of
+each kernel, back to back, in an order that rotates from one repetition
+to the next (A B, B A, ...), for R repetitions (default 3).  ``--control``
+adds C, A's very image booted again as a third kernel of every
+repetition: C/A is an A/A control that shows what difference the run can
+tell from noise.
+
+B/A is paired by repetition: each repetition's ratio (of the geometric
+means of its samples), their geometric mean, and a 95% Student's t
+interval over the repetitions (benchlib.INTERVAL_RULE); a point is judged
+"no loss" only when its interval allows no loss beyond 3%, "worse" when
+all of it is such a loss, and "inconclusive" otherwise.
+
+``--mode icount`` boots with deterministic virtual time (QEMU
+``-icount shift=0,sleep=off``, one TCG thread): timings count the
+instructions the guest ran, reproducible under host load, but the vCPUs
+take turns, so it measures CPU work per operation, not parallel scaling;
+``wall`` (default) is multi-threaded TCG.  ``--smp N`` sets the vCPUs.
 
 Workloads (ci/guest programs plus dbench), each with reference rows from the
 same boot: the ext4 driver mounting the very same ext2 image, and tmpfs.
@@ -17,8 +37,8 @@ same boot: the ext4 driver mounting the very same ext2 image, and tmpfs.
   inode   createbench, 1 and 2 tasks in private directories
   dbench  dbench -t 5 with 2 clients (client.txt load)
 
-Each point gets median, min..max and the B/A ratio with its spread; a
-spread crossing 1.0 is "no significant change".  The host's load is
+Each point gets median and min..max per kernel and the paired B/A
+(and C/A) with its interval.  The host's load is
 recorded around every point and samples taken under load are marked.
 ``--lockstat`` also builds the ``lockstat`` flavour of A and B and boots
 each once more, resetting /proc/lock_stat before and dumping it after each
@@ -40,7 +60,7 @@ import time
 
 from . import benchlib, guesttests
 from .kbuild import build
-from .qemu import failure_message, run_guest
+from .qemu import ICOUNT_ARGS, failure_message, run_guest
 from .common import ForkError, Progress, ensure_dir, repo_root, rev_parse, run, which, wpath
 
 HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
@@ -61,6 +81,18 @@ def add_arguments(p):
     p.add_argument("--reps", type=int, default=3,
                    help="repetitions: boots of each kernel, interleaved A B A B (default 3; "
                         "0 with --lockstat for lock statistics only)")
+    p.add_argument("--control", action="store_true",
+                   help="also boot A's image as a third kernel C in every repetition: the "
+                        "A/A control (C/A with its interval)")
+    p.add_argument("--runs", type=int, default=1, metavar="K",
+                   help="runs of every point per boot, back to back (default 1)")
+    p.add_argument("--warmup", type=int, default=0, metavar="W",
+                   help="of those runs, the first W are discarded (default 0)")
+    p.add_argument("--mode", choices=("wall", "icount"), default="wall",
+                   help="wall: multi-threaded TCG, real time (default); icount: "
+                        "deterministic instruction-counted time, one TCG thread")
+    p.add_argument("--smp", type=int, default=SMP, metavar="N",
+                   help="vCPUs of every guest (default %d)" % SMP)
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (a few hundred ms per point): for tests and smoke runs")
     p.add_argument("--lockstat", action="store_true",
@@ -166,10 +198,11 @@ def dbench_files():
     return files
 
 
-def boot(kernel, script, disks, timeout, log, prog, label, extra_files):
+def boot(kernel, script, disks, timeout, log, prog, label, extra_files, smp=SMP,
+         icount=False):
     """run_guest with the bench's extra files (dbench) in the initramfs."""
-    return run_guest(kernel, script, disks, timeout=timeout, smp=SMP, mem=MEM, log=log,
-                     prog=prog, label=label, extra_files=extra_files)
+    return run_guest(kernel, script, disks, timeout=timeout, smp=smp, mem=MEM, log=log,
+                     prog=prog, label=label, extra_files=extra_files, icount=icount)
 
 
 # ---------------------------------------------------------------------------
@@ -267,7 +300,7 @@ class LoadWatcher(threading.Thread):
             m = benchlib.POINT_RE.search(line)
             if m:
                 snap = snap or self.snapshot()
-                self.cur = int(m.group(1))
+                self.cur = (int(m.group(1)), int(m.group(2)))
                 self.events[self.cur] = {"start": snap}
             elif "RESULT " in line and self.cur is not None:
                 snap = snap or self.snapshot()
@@ -284,8 +317,8 @@ class LoadWatcher(threading.Thread):
         self.poll()
         self.boot_end = self.boot_snapshot()
 
-    def load_of(self, point_id):
-        ev = self.events.get(point_id, {})
+    def load_of(self, point_id, run=0):
+        ev = self.events.get((point_id, run), {})
         start, end = ev.get("start"), ev.get("end")
         other = benchlib.other_cpu(start, end)
         return {"before": start and start["load"], "after": end and end["load"],
@@ -348,6 +381,7 @@ def as_run_cmd(opts):
     args = ["tools/fork", "bench"] + [r for r in (opts.a, opts.b) if r]
     if opts.reps != 3:
         args += ["--reps", str(opts.reps)]
+    args += extra_args(opts)
     for flag in ("quick", "lockstat", "rebuild"):
         if getattr(opts, flag, False):
             args.append("--" + flag)
@@ -357,10 +391,21 @@ def as_run_cmd(opts):
     return " ".join(shlex.quote(a) for a in args)
 
 
+def extra_args(opts):
+    """The method options that differ from their defaults."""
+    args = ["--control"] if getattr(opts, "control", False) else []
+    for opt, default in (("runs", 1), ("warmup", 0), ("mode", "wall"), ("smp", SMP)):
+        v = getattr(opts, opt, default)
+        if v != default:
+            args += ["--" + opt, str(v)]
+    return args
+
+
 def reproduce_cmd(opts, kernels):
     args = ["tools/fork", "bench"]
     args += [kernels["A"]["commit"], kernels["B"]["commit"]]
     args += ["--reps", str(opts.reps)]
+    args += extra_args(opts)
     for flag in ("quick", "lockstat"):
         if getattr(opts, flag):
             args.append("--" + flag)
@@ -419,9 +464,16 @@ def plot(doc, rdir, gnuplot, prog):
     return png
 
 
-def schedule(reps, lockstat):
-    """[(rep, kernel, flavour)]: A B A B ..., then the lockstat boots."""
-    out = [(r, k, "base") for r in range(1, reps + 1) for k in ("A", "B")]
+def schedule(reps, lockstat, control=False):
+    """[(rep, kernel, flavour)]: every repetition boots each kernel once, the
+    order rotating from one repetition to the next (A B, B A, A B, ... or
+    A B C, B C A, C A B, ...), so no kernel always boots first or after
+    the same one; then the lockstat boots."""
+    ks = ["A", "B"] + (["C"] if control else [])
+    out = []
+    for r in range(1, reps + 1):
+        k = (r - 1) % len(ks)
+        out += [(r, x, "base") for x in ks[k:] + ks[:k]]
     if lockstat:
         out += [(1, "A", "lockstat"), (1, "B", "lockstat")]
     return out
@@ -431,6 +483,16 @@ def run_bench(opts, prog=None, out=print):
     prog = prog or Progress("bench")
     if opts.reps < 0 or (opts.reps == 0 and not opts.lockstat):
         raise ForkError("--reps must be at least 1 (0 only together with --lockstat)")
+    runs, warmup = getattr(opts, "runs", 1), getattr(opts, "warmup", 0)
+    smp, mode = getattr(opts, "smp", SMP), getattr(opts, "mode", "wall")
+    control = getattr(opts, "control", False)
+    if runs < 1 or warmup < 0 or warmup >= runs:
+        raise ForkError("--runs must be at least 1 and --warmup less than --runs "
+                        "(got --runs %d --warmup %d)" % (runs, warmup))
+    if not 1 <= smp <= 64:
+        raise ForkError("--smp must be between 1 and 64 (got %d)" % smp)
+    if control and opts.reps < 2:
+        raise ForkError("--control needs --reps 2 or more: an interval needs two repetitions")
     try:
         workloads = benchlib.parse_only(opts.only)
     except ValueError as exc:
@@ -449,6 +511,9 @@ def run_bench(opts, prog=None, out=print):
             kernels[k + "-lockstat"] = kernel_image(rev, "lockstat", prog, opts.rebuild)
         if k not in kernels:
             kernels[k] = dict(kernels[k + "-lockstat"], flavour="lockstat")
+    if control and "A" in kernels:
+        # the A/A control boots A's very image (same file, same sha256)
+        kernels["C"] = dict(kernels["A"], control_of="A")
     if kernels["A"]["commit"] == kernels["B"]["commit"]:
         prog.say("A and B are the same commit %s: an A/A run (every difference is noise)"
                  % kernels["A"]["commit"][:12])
@@ -468,9 +533,13 @@ def run_bench(opts, prog=None, out=print):
                     for k, v in sizes.items()},
                 "command": reproduce_cmd(opts, kernels), "as_run": as_run.strip(),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "guest": "QEMU TCG (-accel tcg,thread=multi -cpu max), -smp %d, %s MiB, "
+                "guest": "QEMU TCG (%s), -smp %d, %s MiB, "
                          "virtio disks (raw, cache=unsafe), fresh copies of the same "
-                         "images every boot" % (SMP, MEM),
+                         "images every boot" % (
+                             " ".join(ICOUNT_ARGS) if mode == "icount" else
+                             "-accel tcg,thread=multi -cpu max", smp, MEM),
+                "mode": mode, "smp": smp, "runs": runs, "warmup": warmup,
+                "control": control, "interval_rule": benchlib.INTERVAL_RULE,
                 "tcg_note": benchlib.TCG_NOTE, "load_rule": benchlib.LOAD_RULE,
                 "host": {"cpus": os.cpu_count(), "uname": " ".join(os.uname()),
                          "qemu": qemu_version(), "gnuplot": gnuplot_version,
@@ -481,7 +550,7 @@ def run_bench(opts, prog=None, out=print):
         "boots": [], "samples": [], "stats": [], "targets": [], "lockstat": {},
     }
     lockstat_raw = {}
-    plan = schedule(opts.reps, opts.lockstat)
+    plan = schedule(opts.reps, opts.lockstat, control)
     try:
         prog.say("%d points per boot, %d boots (%s); output in %s"
                  % (len(points), len(plan), " ".join(
@@ -492,9 +561,10 @@ def run_bench(opts, prog=None, out=print):
             lockstat = flavour == "lockstat"
             est = benchlib.estimate_seconds(
                 [p for p in points if not lockstat or p.fs == "ext2"], opts.quick)
-            timeout = opts.timeout or int(est * (6 if lockstat else 3)) + 120
+            n_runs = 1 if lockstat else runs
+            timeout = opts.timeout or int(est * n_runs * (6 if lockstat else 3)) + 120
             disks = fresh_disks(templates, idir, log)
-            script = benchlib.guest_script(points, lockstat=lockstat)
+            script = benchlib.guest_script(points, lockstat=lockstat, runs=n_runs)
             label = "%s-%s-r%d" % (k, flavour, rep)
             clog = os.path.join(rdir, "boot-%s.log" % label)
             with open(os.path.join(rdir, "guest-%s.sh" % flavour), "w") as fh:
@@ -506,7 +576,7 @@ def run_bench(opts, prog=None, out=print):
             watcher.start()
             try:
                 res = boot(kern["image"], script, disks, timeout, clog, prog, "bench-" + label,
-                           extra)
+                           extra, smp=smp, icount=mode == "icount")
             finally:
                 watcher.stop()
             brec = {"index": n, "kernel": k, "flavour": flavour, "rep": rep,
@@ -520,7 +590,7 @@ def run_bench(opts, prog=None, out=print):
                 raise ForkError("boot %d (%s, %s, repetition %d) failed: %s"
                                 % (n + 1, k, flavour, rep, failure_message(res)))
             try:
-                results, dumps = benchlib.parse_output(res.output, points, lockstat)
+                results, dumps = benchlib.parse_output(res.output, points, lockstat, n_runs)
             except benchlib.ParseError as exc:
                 raise ForkError("boot %d (%s, %s, repetition %d): %s (console log: %s)"
                                 % (n + 1, k, flavour, rep, exc, res.log))
@@ -531,16 +601,18 @@ def run_bench(opts, prog=None, out=print):
                 raise ForkError("boot %d (%s, %s, repetition %d): the ext2 work image is "
                                 "damaged: %s (image kept: %s)" % (n + 1, k, flavour, rep, err,
                                                                   kept))
-            for i, fields in sorted(results.items()):
+            for i, runs_fields in sorted(results.items()):
                 p = points[i]
-                load = watcher.load_of(i)
-                doc["samples"].append({
-                    "kernel": k, "rev": kern["rev"], "commit": kern["commit"],
-                    "flavour": flavour, "rep": rep, "boot": n, "boot_rc": res.rc,
-                    "kernel_problems": len(res.problems), "point_id": i, "point": p.key,
-                    "workload": p.workload, "fs": p.fs, "params": p.params,
-                    "metric": p.metric, "value": float(fields[p.metric]), "result": fields,
-                    "load": load, "loaded": benchlib.is_loaded(load)})
+                for j, fields in enumerate(runs_fields):
+                    load = watcher.load_of(i, j)
+                    doc["samples"].append({
+                        "kernel": k, "rev": kern["rev"], "commit": kern["commit"],
+                        "flavour": flavour, "rep": rep, "boot": n, "boot_rc": res.rc,
+                        "kernel_problems": len(res.problems), "point_id": i, "point": p.key,
+                        "run": j, "warmup": flavour == "base" and j < warmup,
+                        "workload": p.workload, "fs": p.fs, "params": p.params,
+                        "metric": p.metric, "value": float(fields[p.metric]),
+                        "result": fields, "load": load, "loaded": benchlib.is_loaded(load)})
             for wl, lines in dumps.items():
                 classes, warnings = benchlib.parse_lockstat(lines)
                 if warnings:
