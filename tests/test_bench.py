@@ -106,6 +106,11 @@ def test_aggregate_pairs_and_control():
     assert row["holds"] is False and row["pairs"] == 3
     assert row["control"]["ratio"] == pytest.approx(1.0)
     assert row["control"]["verdict"] == "no change (within 3%)"
+    # a point whose samples last under a second is not judged
+    for x in samples:
+        x["result"]["elapsed_ns"] = "150000000"
+    row = benchlib.aggregate(samples, pts)[0]
+    assert row["verdict"].startswith("too short (a sample of 0.15 s)") and row["holds"] is None
 
 
 # ---------------------------------------------------------------------------
@@ -278,6 +283,7 @@ FAKE_LOCK_STAT = LOCK_STAT_HDR + \
     ls_class("&bgl->locks[i].lock", 7, 3.25, 800, [(7, "ext2_free_blocks+0x1/0x2")]) + \
     ls_class("key#3", 5, 1.0, 70, [(5, "__percpu_counter_sum+0xa/0x90")]) + \
     ls_class("rcu_node_0", 0, 0.0, 10) + \
+    ls_class("&sbi->s_next_gen_lock", 0, 0.0, 321) + \
     ls_class("&zone->lock", 0, 0.0, 10)
 
 
@@ -317,14 +323,18 @@ def test_lockstat_dump_awk_in_busybox(tmp_path):
     assert lines[0] == "LOCKSTAT-BEGIN workload=statfs"
     assert lines[-1] == "LOCKSTAT-END workload=statfs"
     assert not any("rcu_node_0" in l or "zone->lock" in l for l in lines)
+    # an uncontended ext2 class is kept (for acquisitions per operation)
+    assert sum("s_next_gen_lock" in l for l in lines) == 1
     out = benchlib.parse_output(
         ["POINT id=0 iter=0 " + benchlib.make_points(QUICK, ["statfs"])[0].key,
          "RESULT prog=statfsbench threads=1 calls=3 ns_per_call=5"] + lines + ["BENCH-END"],
         benchlib.make_points(QUICK, ["statfs"])[:1])
     classes, _ = benchlib.parse_lockstat(out[1]["statfs"])
     assert [c["name"] for c in classes] == ["&sbi->s_lock", "&sbi->s_rsv_window_lock",
-                                            "&bgl->locks[i].lock", "key#3"]
+                                            "&bgl->locks[i].lock", "key#3",
+                                            "&sbi->s_next_gen_lock"]
     assert len(classes[0]["sites"]) == 2 and len(classes[0]["holders"]) == 1
+    assert classes[-1]["acquisitions"] == 321 and classes[-1]["contentions"] == 0
 
 
 @needs_busybox
@@ -368,10 +378,10 @@ def fake_result(p, value):
                                                         value))
     if p.workload == "seed":
         return ("RESULT prog=seedload tasks=%d blocks=%d blocksize=4096 iters=10 "
-                "elapsed_ns=1000 ops=20 ops_per_s=%.1f" % (p.params["tasks"], p.params["n"],
+                "elapsed_ns=1500000000 ops=20 ops_per_s=%.1f" % (p.params["tasks"], p.params["n"],
                                                             value))
     if p.workload == "inode":
-        return "RESULT prog=createbench tasks=%d files=20 iters=2 ops=80 elapsed_ns=1 " \
+        return "RESULT prog=createbench tasks=%d files=20 iters=2 ops=80 elapsed_ns=1200000000 " \
                "ops_per_s=%.1f" % (p.params["tasks"], value)
     return "RESULT prog=dbench mb_per_s=%.2f clients=2 max_latency_ms=3.0" % value
 
@@ -673,6 +683,17 @@ def test_run_with_lockstat(tmp_path, fake_world):
     md = Path(tmp_path / "out" / "latest.md").read_text()
     assert "## Lock statistics" in md and "**fs-wide**" in md
     assert (Path(doc["run"]["dir"]) / "lockstat.txt").exists()
+    # acquisitions per operation: the fake seed points of a lockstat boot
+    # count 20 ops each, 9 ext2 points; s_lock was taken 9000 times
+    table = {(wl, name): per for wl, name, per in benchlib.lock_table(doc)}
+    seed_ops = 20 * len([p for p in benchlib.make_points(QUICK, ["seed"]) if p.fs == "ext2"])
+    assert table[("seed", "&sbi->s_lock")]["A"] == (pytest.approx(9000 / seed_ops),
+                                                   pytest.approx(500 / seed_ops))
+    assert table[("seed", "&sbi->s_next_gen_lock")]["B"][1] == 0
+    assert ("dbench", "&sbi->s_lock") not in table or not table[("dbench", "&sbi->s_lock")]
+    assert "### ext2 lock acquisitions and contentions per operation (2 vCPUs)" in md
+    assert re.search(r"^\| seed \| &sbi->s_lock \*\*fs-wide\*\* \| %s \|"
+                     % re.escape("%.3g" % (9000 / seed_ops)), md, re.M)
 
 
 @needs_gnuplot

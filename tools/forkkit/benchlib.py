@@ -188,9 +188,10 @@ lockstat_dump() {
 	     !hdr || /^-/ || /^\./ || /^[ \t]*$/ { next }
 	     match($0, /:[ \t]+[0-9]+[ \t]+[0-9]+[ \t]/) {
 		split(substr($0, RSTART + 1), f, " ")
-		if (++n > 25 || f[2] + 0 == 0) exit
+		top = f[2] + 0 > 0 && ++n <= 25
+		if (!top && $0 ~ /(sbi|bgl)->|s_lock|ext2/) print
 	     }
-	     { print }' "$LOCK_STAT"
+	     top { print }' "$LOCK_STAT"
 	echo "LOCKSTAT-END workload=$1"
 }
 """
@@ -405,6 +406,46 @@ def parse_lockstat(lines):
     return classes, warnings
 
 
+# The ext2 lock classes counted per operation: the filesystem-wide ones and
+# the hashed blockgroup locks (which the series uses instead).
+EXT2_LOCK_RE = re.compile(r"(?:^|[>.&(])(s_rsv_window_lock|s_next_gen_lock|s_lock|locks\[i\]"
+                          r"\.lock)\b")
+# RESULT field that counts a workload's operations
+OPS_FIELD = {"seed": "ops", "inode": "ops", "statfs": "calls"}
+
+
+def lock_ops(samples, kernel, workload):
+    """Operations the lockstat boot of `kernel` ran for `workload` (its
+    ext2 points together), or None when the workload counts none."""
+    field = OPS_FIELD.get(workload)
+    if not field:
+        return None
+    xs = [float(s["result"][field]) for s in samples
+          if s["kernel"] == kernel and s["flavour"] == "lockstat" and s["workload"] == workload
+          and s["fs"] == "ext2" and field in s["result"]]
+    return sum(xs) if xs else None
+
+
+def lock_table(doc):
+    """[(workload, class, {kernel: (acquisitions/op, contentions/op)})] of the
+    ext2 lock classes in the lockstat boots."""
+    ls = doc.get("lockstat") or {}
+    out = []
+    for wl in WORKLOADS:
+        names = sorted({c["name"] for k in ("A", "B") for c in ls.get(k, {}).get(wl, [])
+                        if EXT2_LOCK_RE.search(c["name"])})
+        for name in names:
+            per = {}
+            for k in ("A", "B"):
+                ops = lock_ops(doc["samples"], k, wl)
+                c = next((c for c in ls.get(k, {}).get(wl, []) if c["name"] == name), None)
+                if ops and wl in ls.get(k, {}):
+                    per[k] = ((c["acquisitions"] if c else 0) / ops,
+                              (c["contentions"] if c else 0) / ops)
+            out.append((wl, name, per))
+    return out
+
+
 def fs_wide_ext2(classes):
     """The contended classes that are filesystem-wide ext2 locks."""
     return [c for c in classes if c["contentions"] > 0 and FS_WIDE_EXT2_RE.search(c["name"])]
@@ -549,6 +590,18 @@ def other_cpu(start, end, own=("qemu", "self")):
 # ---------------------------------------------------------------------------
 # Aggregation
 
+MIN_POINT_S = 1.0       # shorter samples are not judged (timer and start-up noise)
+
+
+def shortest(samples, p):
+    """The shortest guest time (s) of a base-flavour sample of point `p`, or
+    None when its program reports none."""
+    xs = [float(s["result"]["elapsed_ns"]) / 1e9 for s in samples
+          if s["point"] == p.key and s["flavour"] == "base" and not s.get("warmup")
+          and "elapsed_ns" in s.get("result", {})]
+    return min(xs) if xs else None
+
+
 def aggregate(samples, points):
     """Per point: the A, B (and C, the A/A control) summaries of the metric,
     B/A paired by repetition with its interval and verdict, and C/A."""
@@ -571,6 +624,9 @@ def aggregate(samples, points):
                "loaded": loaded}
         pr = paired_ratio(reps["A"], reps["B"]) if a and b else None
         verdict, holds = judge_interval(pr, p.better)
+        short = shortest(samples, p)
+        if pr and short is not None and short < MIN_POINT_S:
+            verdict, holds = "too short (a sample of %.2f s): not judged" % short, None
         row.update(ratio=pr and pr["ratio"], ratio_lo=pr and pr["lo"],
                    ratio_hi=pr and pr["hi"], detectable=pr and pr["detectable"],
                    pairs=pr["n"] if pr else 0, verdict=verdict if pr else "n/a", holds=holds)
@@ -874,6 +930,26 @@ def markdown(doc):
                         (" (percpu counter)" if percpu_counter_locks([c]) else ""),
                         c["contentions"], c["waittime_total_us"], c["acquisitions"],
                         c["sites"][0]["symbol"] if c["sites"] else "-"))
+    table = lock_table(doc) if ls else []
+    if table:
+        out.append("")
+        out.append("### ext2 lock acquisitions and contentions per operation (%d vCPUs)"
+                   % meta.get("smp", 2))
+        out.append("")
+        out.append("Per operation of the workload's ext2 points in the lockstat boot "
+                   "(seed: write N blocks + truncate; inode: create+unlink; statfs: one "
+                   "call); the `sync` between points is counted too.  0 = the class was "
+                   "not taken.")
+        out.append("")
+        out.append("| workload | class | A acq/op | A cont/op | B acq/op | B cont/op |")
+        out.append("|---|---|---|---|---|---|")
+        for wl, name, per in table:
+            cells = []
+            for k in ("A", "B"):
+                cells += ["%.3g" % per[k][0], "%.3g" % per[k][1]] if k in per else ["-", "-"]
+            out.append("| %s | %s%s | %s |" % (wl, name, " **fs-wide**" if
+                                             FS_WIDE_EXT2_RE.search(name) else "",
+                                             " | ".join(cells)))
     out.append("")
     return "\n".join(out)
 
