@@ -115,22 +115,24 @@ fsreport /mnt
 umount /mnt
 """, {"expect": [r"EXT2-fs \(vda\): error: "]}),
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
-    # drain) while 4 tasks rewrite their own file with one 32 MiB write()
-    # each time (a write that has started keeps allocating through the
-    # read-only period), then remount read-write at once, so that the
-    # counter reload scans the descriptors while those writes allocate.
-    # After every cycle the writers finish their write and wait, and
-    # statfs must equal the group descriptor sums: a reload that lost an
-    # update shows in the cycle it happened (and would be hidden by the
-    # next reload if only the end were compared).  2048 groups of 1024
-    # blocks, so that the reload's scan lasts.
+    # drain) while 4 tasks append to their own file through a descriptor
+    # opened before (such writes go on allocating while the filesystem is
+    # read-only, and through the remount read-write, which the test does
+    # at once) and truncate it when they can, so that the counter reload
+    # scans the descriptors while blocks are being allocated.  After every
+    # cycle the writers finish their write and wait, and statfs must
+    # equal the group descriptor sums: a reload that lost an update shows
+    # in the cycle it happened (the next reload would hide it).  2048
+    # groups of 1024 blocks, so that the reload's scan lasts.
     "emergency-remount": ("2G", 1024, """set -e
 mount -t ext2 /dev/vda /mnt
 for d in a b c d; do
 	mkdir /mnt/$d
-	( while [ ! -e /tmp/stop ]; do
+	( exec 3>> /mnt/$d/f
+	while [ ! -e /tmp/stop ]; do
 		if [ -e /tmp/pause ]; then touch /tmp/paused.$d; sleep 0.02; continue; fi
-		dd if=/dev/zero of=/mnt/$d/f bs=32M count=1 2>/dev/null || sleep 0.02
+		dd if=/dev/zero bs=64k count=32 >&3 2>/dev/null || true
+		truncate -s 0 /mnt/$d/f 2>/dev/null || true
 	done ) &
 done
 sleep 2
