@@ -120,7 +120,9 @@ umount /mnt
     # read-only, and through the remount read-write, which the test does
     # at once) and truncate it when they can, so that the counter reload
     # scans the descriptors while blocks are being allocated.  After every
-    # cycle the writers finish their write and wait, and statfs must
+    # cycle the writers finish their write and wait (each acknowledges
+    # the cycle's number, so that a late acknowledgement of the previous
+    # cycle cannot pass for this one), and statfs must
     # equal the group descriptor sums: a reload that lost an update shows
     # in the cycle it happened (the next reload would hide it).  2048
     # groups of 1024 blocks, so that the reload's scan lasts.
@@ -130,7 +132,8 @@ for d in a b c d; do
 	mkdir /mnt/$d
 	( exec 3>> /mnt/$d/f
 	while [ ! -e /tmp/stop ]; do
-		if [ -e /tmp/pause ]; then touch /tmp/paused.$d; sleep 0.02; continue; fi
+		c=$(cat /tmp/pause 2>/dev/null || true)
+		if [ -n "$c" ]; then touch /tmp/paused.$d.$c; sleep 0.02; continue; fi
 		dd if=/dev/zero bs=64k count=32 >&3 2>/dev/null || true
 		truncate -s 0 /mnt/$d/f 2>/dev/null || true
 	done ) &
@@ -147,9 +150,10 @@ while [ $i -lt 40 ] && [ $(date +%s) -lt $end ]; do
 		sleep 0.02
 	done
 	mount -o remount,rw /mnt
-	touch /tmp/pause
+	echo $i > /tmp/pause.new
+	mv /tmp/pause.new /tmp/pause
 	for d in a b c d; do
-		until [ -e /tmp/paused.$d ]; do sleep 0.02; done
+		until [ -e /tmp/paused.$d.$i ]; do sleep 0.02; done
 	done
 	fsreport /mnt > /tmp/statfs
 	ext2poke /dev/vda sums > /tmp/sums
@@ -158,7 +162,7 @@ while [ $i -lt 40 ] && [ $(date +%s) -lt $end ]; do
 		g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
 		[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: cycle $i: statfs $k=$s, group descriptors $g"; exit 1; }
 	done
-	rm -f /tmp/paused.* /tmp/pause
+	rm -f /tmp/pause
 	i=$((i + 1))
 done
 echo "emergency remount cycles: $i"
