@@ -5,9 +5,10 @@ integration tests before), a scratch commit with one of the test faults
 of tests/data is checked under its flavour and must fail for exactly that
 reason:
 
-* racy-rsv-end.patch (a reservation window extended after the group lock
-  is dropped) under ``--config kcsan --test stress``: a KCSAN data race in
-  fs/ext2;
+* racy-rsv-end.patch (a reservation window extended without the group
+  lock: the next window looked up with rb_next() and rsv_end read and
+  written while other tasks walk and change the group's tree under it)
+  under ``--config kcsan --test stress``: a KCSAN data race in fs/ext2;
 * leak-mount.patch (the per-group reservation roots not freed when mount
   fails) under ``--config faults --test faults-mount``: a kmemleak report of
   an object ext2_fill_super() allocated.
@@ -23,8 +24,10 @@ FORK_SANITIZER_DEMOS=1: KCSAN does not catch that race yet (CHECKS.md
 has the measurements: the window is grown 13,200 times in the 40 s
 stress, but another task is rarely in the same group's tree at that
 moment, and KCSAN's sampled watchpoints never met it, even at
-skip_watch=40).  A detector that misses its test fault is what these
-tests exist to show.
+skip_watch=40; the variant that takes no lock at all, since
+2026-12-04, was not caught either in the 80 s of stress of one run).
+A detector that misses its test fault is what these tests exist to
+show.
 """
 
 import json
