@@ -183,9 +183,11 @@ def test_base_evidence_adds_up_over_runs(kit, monkeypatch):
     def base_row(n, reps):
         return {"commit": "b" * 40, "tree": "t" * 40, "details": {"boot": "/logs/%d" % n},
                 "reports": [{"signature": s, "verdict": v, "title": s} for s, v in reps]}
-    cmd_check.add_evidence(base_row(1, [("S1", "known"), ("E", "FAIL")]), "kcsan", "stress")
-    cmd_check.add_evidence(base_row(2, [("S2", "known"), ("S1", "known")]), "kcsan", "stress")
-    cmd_check.add_evidence(base_row(3, [("S3", "known")]), "kasan", "stress")
+    def add(row, flavour):
+        cmd_check.add_evidence(row, cmd_check.evidence_path("t" * 40, flavour, "stress"))
+    add(base_row(1, [("S1", "known"), ("E", "FAIL")]), "kcsan")
+    add(base_row(2, [("S2", "known"), ("S1", "known")]), "kcsan")
+    add(base_row(3, [("S3", "known")]), "kasan")
     this = base_row(4, [])
     got = cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)
     assert sorted(got) == ["S1", "S2"]
@@ -194,6 +196,9 @@ def test_base_evidence_adds_up_over_runs(kit, monkeypatch):
     notes = []
     assert sorted(cmd_check.base_reports("b" * 40, [], "kcsan", "stress", notes.append)) == \
         ["S1", "S2"] and not notes
+    # evidence judged by other kit code does not count
+    monkeypatch.setattr(kernel, "kit_key", lambda: "otherkit")
+    assert cmd_check.base_reports("b" * 40, [], "kcsan", "stress", notes.append) == {}
 
 
 def test_markdown_names_what_produced_each_row():
@@ -388,11 +393,96 @@ def test_kcsan_race_is_attributed_by_its_accesses(tmp_path):
     assert [r.in_code(ext2) for r in found] == [False, False, True]
     assert "virtblk_add_req_batch" in found[0].symbols
     assert "ext2_writepages" not in found[0].symbols
-    failing, known = reports.judge(found, ext2, {found[0].signature: "base log",
-                                                 found[1].signature: "base log"})
+    # the base shows the two virtio races (the first one also reached from
+    # ext2_writepages(), which its signature names)
+    base = reports.parse(str(path))[:2]
+    _, base_known = reports.judge(base, ext2, "base")
+    assert base_known[0][0].signature.endswith("[via ext2_writepages]")
+    assert "via" not in base_known[1][0].signature          # interrupt: cut at its entry
+    failing, known = reports.judge(found, ext2, {r.signature: "base log" for r, _ in base_known})
     assert [r.title for r in failing] == [found[2].title]
     assert len(known) == 2
     # a report whose access stacks cannot be found keeps every frame
     odd = reports.Report("BUG: KCSAN: data-race in a / b",
                          ["BUG: KCSAN: data-race in a / b", " ext2_statfs+0x1/0x2"], "console")
     assert odd.in_code(ext2)
+
+
+def kcsan_report(stack_a, stack_b, title="BUG: KCSAN: data-race in a / b", between=()):
+    lines = ["[    1.000000] " + "=" * 66, "[    1.000001] " + title, "[    1.000002] ",
+             "[    1.000003] write to 0xffff888004a3c0d8 of 8 bytes by task 95 on cpu 1:"]
+    lines += ["[    1.000004]  %s+0x1/0x2" % f for f in stack_a]
+    lines += list(between)
+    lines += ["[    1.000005] ",
+              "[    1.000006] read to 0xffff888004a3c0d8 of 8 bytes by task 96 on cpu 0:"]
+    lines += ["[    1.000007]  %s+0x1/0x2" % f for f in stack_b]
+    lines += ["[    1.000008] ", "[    1.000009] " + "=" * 66]
+    return lines
+
+
+def test_kcsan_depth_boundary_and_blank_lines(tmp_path):
+    """ext2 as the 4th frame of an access is the race's code, as the 5th it
+    is context; a blank console line from another CPU inside a stack does
+    not end it; an interrupt stack ends at its entry frame."""
+    ext2 = {"ext2_new_blocks", "ext2_writepages", "ext2_setsize"}
+    at3 = reports.Report(*(lambda l: (l[1], l, "console"))(kcsan_report(
+        ["f0", "f1", "f2", "ext2_new_blocks"], ["g0"])))
+    at4 = reports.Report(*(lambda l: (l[1], l, "console"))(kcsan_report(
+        ["f0", "f1", "f2", "f3", "ext2_new_blocks"], ["g0"])))
+    assert at3.in_code(ext2) and not at4.in_code(ext2)
+    blank = reports.Report(*(lambda l: (l[1], l, "console"))(kcsan_report(
+        ["percpu_counter_add_batch", "", "ext2_new_blocks"], ["g0"])))
+    assert blank.in_code(ext2)
+    irq = reports.Report(*(lambda l: (l[1], l, "console"))(kcsan_report(
+        ["vring_interrupt", "vp_interrupt", "asm_common_interrupt", "x", "y", "ext2_new_blocks"],
+        ["g0"])))
+    assert not irq.in_code(ext2) and irq.context(ext2) == ""
+
+
+def test_kcsan_race_reached_from_ext2_is_not_the_base_virtio_race(tmp_path):
+    """Two generic functions racing because ext2 called them wrongly (deeper
+    than the 4 frames) do not match a base report of the same two
+    functions reached from other code: the signature names the ext2
+    function each access came from."""
+    ext2 = {"ext2_setsize", "ext2_writepages"}
+    def mk(a, b):
+        lines = kcsan_report(a, b, title="BUG: KCSAN: data-race in block_invalidate_folio / "
+                                         "__block_write_full_folio")
+        return reports.Report(lines[1], lines, "console")
+    via_ext2 = mk(["block_invalidate_folio", "truncate_inode_pages_range", "truncate_pagecache",
+                   "truncate_setsize", "ext2_setsize"],
+                  ["__block_write_full_folio", "write_cache_pages", "mpage_writepages",
+                   "do_writepages", "ext2_writepages"])
+    other = mk(["block_invalidate_folio", "truncate_inode_pages_range", "truncate_pagecache",
+                "truncate_setsize", "blkdev_setsize"],
+               ["__block_write_full_folio", "write_cache_pages", "blkdev_writepages", "x", "y"])
+    _, known = reports.judge([other], ext2, "base")
+    base = {known[0][0].signature: "base log"}
+    failing, excused = reports.judge([via_ext2], ext2, base)
+    assert failing == [via_ext2] and not excused
+    assert via_ext2.signature.endswith("[via ext2_setsize, ext2_writepages]")
+
+
+def test_ext2_error_inside_a_report_block_is_judged(tmp_path):
+    """An ext2 error line another CPU printed inside a KCSAN block makes the
+    block ext2's: it is never excused as a known race."""
+    lines = kcsan_report(["f0"], ["g0"], between=[
+        "[    1.000004] EXT2-fs (vda): error: ext2_free_blocks: bit already cleared"])
+    r = reports.Report(lines[1], lines, "console")
+    assert r.in_code(set())
+
+
+def test_long_kcsan_report_is_read_to_its_end(tmp_path):
+    """A KCSAN report with a deep first stack (an interrupt over a task) is
+    read to its closing line, so the second access is seen."""
+    lines = kcsan_report(["f%d" % i for i in range(70)], ["ext2_new_blocks"])
+    log = tmp_path / "c.log"
+    log.write_text("\n".join(["FORK-GUEST-START x"] + lines + ["FORK-EXIT-STATUS: 0"]) + "\n")
+    found = reports.parse(str(log))
+    assert len(found) == 1 and found[0].in_code({"ext2_new_blocks"})
+
+
+def test_kcsan_assert_title():
+    r = reports.Report("BUG: KCSAN: assert: race in ext2_foo / ext2_bar",
+                       ["BUG: KCSAN: assert: race in ext2_foo / ext2_bar"], "console")
+    assert "ext2_foo" in r.symbols and "ext2_bar" in r.symbols

@@ -25,9 +25,11 @@ base snapshot shows as well (same flavour and test, this run or its cached
 result) is listed as known, with the base's console log as evidence; any
 other report fails.  For a KCSAN data race, the stacks are the racing
 accesses' own top frames (a virtio race with ext2_writepages() far down
-the flushing task's stack is not ext2's).  Every run of the base adds what
-it showed to the base's evidence (work/cache/known/, keyed by the base's
-tree, flavour, test and the test's inputs), so a report that the base
+the flushing task's stack is not ext2's; its signature names the ext2
+function it came from, so only the same race from the same ext2 code in
+the base excuses it).  Every run of the base adds what it showed to the
+base's evidence (work/cache/known/, keyed by the base's tree, flavour,
+test, the test's inputs and the kit's code), so a report that the base
 shows only in some boots is established by checking the base again
 (``check --force <base> --config kcsan --test stress``).  The base commit
 comes first in the default range.
@@ -43,8 +45,8 @@ import json
 import os
 
 from . import guesttests, kernel
-from .common import (Progress, check_output_path, ensure_dir, git, git_ok, require_ktree,
-                     rev_parse, which, wpath)
+from .common import (Lock, Progress, check_output_path, ensure_dir, git, git_ok,
+                     require_ktree, rev_parse, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
@@ -128,9 +130,13 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             which("mke2fs", "e2fsprogs")
             which("e2fsck", "e2fsprogs")
             preflight_done = True
+        # the base's evidence file is named by the inputs (ci/, the kit)
+        # before the run: a run during which they changed adds nothing
+        ev_path = evidence_path(git(["rev-parse", commit + "^{tree}"]), flavour, test) \
+            if known == "base" else None
         rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known))
-        if known == "base":
-            add_evidence(rows[-1], flavour, test)
+        if ev_path and evidence_path(rows[-1]["tree"], flavour, test) == ev_path:
+            add_evidence(rows[-1], ev_path)
     out(table(rows))
     for r in rows:
         for rep in r.get("reports", []):
@@ -145,37 +151,41 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
 
 def evidence_path(tree, flavour, test):
     """Where the reports outside ext2 that the base tree `tree` showed under
-    this flavour and test (and the test's present inputs) are kept."""
-    return os.path.join(ensure_dir(wpath("cache", "known")), "%s-%s-%s-%s.json" % (
-        tree, flavour, test, guesttests.test_key(test)))
+    this flavour and test are kept: keyed also by the test's inputs and the
+    kit's code (which judged each report to be outside ext2), so that a
+    report judged by other code never excuses one."""
+    return os.path.join(ensure_dir(wpath("cache", "known")), "%s-%s-%s-%s-%s.json" % (
+        tree, flavour, test, guesttests.test_key(test), kernel.kit_key()))
 
 
-def read_evidence(tree, flavour, test):
+def read_evidence(tree, flavour, test, path=None):
     try:
-        with open(evidence_path(tree, flavour, test)) as fh:
+        with open(path or evidence_path(tree, flavour, test)) as fh:
             got = json.load(fh)
     except (OSError, ValueError):
         return {}
     return got if isinstance(got, dict) else {}
 
 
-def add_evidence(row, flavour, test):
+def add_evidence(row, path):
     """Add the reports outside ext2 that a base row showed to the base's
-    evidence: {signature: "the base <commit> shows it too: <console log>"},
-    the first log that showed each report."""
-    if not row.get("tree"):
-        return
-    have = read_evidence(row["tree"], flavour, test)
+    evidence file `path`: {signature: "the base <commit> shows it too:
+    <console log>"}, the first log that showed each report.  Two checks
+    may finish at once: the read-modify-write holds the "known" lock."""
     new = {rep["signature"]: "the base %s shows it too: %s" % (row["commit"][:12],
                                                                row["details"]["boot"])
            for rep in row.get("reports", []) if rep["verdict"] == "known"}
-    new = {k: v for k, v in new.items() if k not in have}
-    if new:
-        have.update(new)
-        path = evidence_path(row["tree"], flavour, test)
-        with open(path + ".tmp", "w") as fh:
-            json.dump(have, fh, indent=1, sort_keys=True)
-        os.replace(path + ".tmp", path)
+    if not new:
+        return
+    with Lock("known"):
+        have = read_evidence(None, None, None, path=path)
+        new = {k: v for k, v in new.items() if k not in have}
+        if new:
+            have.update(new)
+            tmp = "%s.tmp-%d" % (path, os.getpid())
+            with open(tmp, "w") as fh:
+                json.dump(have, fh, indent=1, sort_keys=True)
+            os.replace(tmp, path)
 
 
 def base_reports(base, rows, flavour, test, out):

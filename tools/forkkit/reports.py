@@ -17,11 +17,15 @@ import re
 
 from .qemu import BLOCK_END_RE, BLOCK_MAX, BLOCK_START_RE, PROBLEM_RE
 
+# A report between "=====" (or "cut here") markers is read to its closing
+# marker, however long: a KCSAN report has two stacks of up to 64 frames.
+DELIMITED_MAX = 220
+
 TS_RE = re.compile(r"^\[\s*\d+\.\d+\]\s?")
 # "ext2_statfs+0x1a/0x2c0", "ext2_rsv_window_add.isra.0+0x1a/0x2c0"
 FRAME_RE = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\.[\w.]+)?\+0x[0-9a-f]+/0x[0-9a-f]+")
 # "BUG: KCSAN: data-race in ext2_statfs / percpu_counter_add_batch"
-KCSAN_TITLE_RE = re.compile(r"BUG: KCSAN: [\w-]+ in ([\w.]+)(?: / ([\w.]+))?")
+KCSAN_TITLE_RE = re.compile(r"BUG: KCSAN: [\w-]+(?:: race)? in ([\w.]+)(?: / ([\w.]+))?")
 # The header of one racing access's stack: "write to 0x... of 8 bytes by task
 # 95 on cpu 1:", "read (marked) to ...", "race at unknown origin, with read
 # to ... by interrupt on cpu 0:".
@@ -33,6 +37,8 @@ KCSAN_ACCESS_RE = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by (?:task \d+|inte
 # rsv_window_remove <- ...).  Deeper frames are context: a virtio race in
 # the block layer's plug flush has ext2_writepages ten frames down.
 KCSAN_ACCESS_FRAMES = 4
+# Where an interrupt's stack ends and the interrupted context's begins.
+IRQ_ENTRY_RE = re.compile(r"^(asm_common_interrupt|asm_sysvec_\w+|asm_exc_\w+|common_interrupt)$")
 KMEMLEAK_BEGIN = "FORK-KMEMLEAK-BEGIN"
 KMEMLEAK_END = "FORK-KMEMLEAK-END"
 # 7.3 also prints "unreferenced object (percpu) 0x..." and "(phys)"
@@ -59,14 +65,18 @@ class Report:
         self.symbols = []
         for line in lines:
             self.symbols += FRAME_RE.findall(line)
+        # for a KCSAN race: each access's stack (its frames up to an
+        # interrupt entry); set in __init__, used by in_code() and context()
+        self.access_stacks = None
         m = KCSAN_TITLE_RE.search(first_line)
         if m:
             # A data race is the code of the two accesses: the functions
             # KCSAN names and the top frames of each access's stack, not
             # whatever the interrupted task or the caller chain was doing.
-            access = kcsan_access_frames(lines)
-            if access:
-                self.symbols = access
+            stacks = kcsan_access_stacks(lines)
+            if stacks:
+                self.access_stacks = stacks
+                self.symbols = [f for st in stacks for f in st[:KCSAN_ACCESS_FRAMES]]
             self.symbols += [x.split(".", 1)[0] for x in m.groups() if x]
         if kind == "kmemleak":
             m = KMEMLEAK_OBJ_RE.search(first_line)
@@ -79,9 +89,23 @@ class Report:
 
     def in_code(self, functions):
         """Whether a stack frame or the title names one of `functions`, or
-        the title is one of ext2's own messages."""
-        return bool(EXT2_TITLE_RE.search(self.title)) or any(s in functions
-                                                               for s in self.symbols)
+        the report (title or any line of it, such as another CPU's ext2
+        error printed inside it) is one of ext2's own messages."""
+        return any(EXT2_TITLE_RE.search(l) for l in [self.title] + self.lines) or \
+            any(s in functions for s in self.symbols)
+
+    def context(self, functions):
+        """For a KCSAN race judged outside `functions`: the first of them
+        deeper in each access's stack (before an interrupt entry), as
+        "via f" -- part of the report's identity, so that a base report
+        of the same two functions reached from other code does not
+        excuse it.  "" when there is none."""
+        via = []
+        for st in self.access_stacks or []:
+            deeper = next((f for f in st[KCSAN_ACCESS_FRAMES:] if f in functions), None)
+            if deeper:
+                via.append(deeper)
+        return " [via %s]" % ", ".join(via) if via else ""
 
     def text(self, limit=40):
         return "\n".join(self.lines[:limit])
@@ -90,25 +114,26 @@ class Report:
         return {"title": self.title, "signature": self.signature, "kind": self.kind}
 
 
-def kcsan_access_frames(lines):
-    """The top KCSAN_ACCESS_FRAMES frames of every access stack of a KCSAN
-    report, or [] if none was found (then all frames count)."""
-    out, depth = [], None
+def kcsan_access_stacks(lines):
+    """The stacks of the accesses of a KCSAN report: [[function, ...], ...],
+    each from its access line to the next one (a blank console line from
+    another CPU does not end it), cut at an interrupt entry (what follows
+    is the interrupted context); [] if no access line was found (then all
+    frames count)."""
+    stacks, cur, cut = [], None, False
     for line in lines:
         if KCSAN_ACCESS_RE.search(line):
-            depth = 0
+            cur, cut = [], False
+            stacks.append(cur)
             continue
-        frames = FRAME_RE.findall(line)
-        if depth is None:
+        if cur is None or cut:
             continue
-        if not frames:
-            if TS_RE.sub("", line).strip() == "":
-                depth = None        # the blank line that ends the stack
-            continue
-        if depth < KCSAN_ACCESS_FRAMES:
-            out += frames
-        depth += 1
-    return out
+        for f in FRAME_RE.findall(line):
+            if IRQ_ENTRY_RE.match(f):
+                cut = True
+                break
+            cur.append(f)
+    return stacks
 
 
 def signature(title):
@@ -167,7 +192,8 @@ def parse(log):
             if BLOCK_START_RE.search(console[k]):
                 start = k
                 break
-        limit = min(len(console), start + BLOCK_MAX)
+        delimited = start < i or BLOCK_START_RE.search(console[start])
+        limit = min(len(console), start + (DELIMITED_MAX if delimited else BLOCK_MAX))
         end = limit
         for k in range(i + 1, limit):
             if "FORK-EXIT-STATUS" in console[k] or "FORK-GUEST" in console[k]:
@@ -209,6 +235,8 @@ def judge(reports, ext2_functions, known):
     functions = set(ext2_functions)
     failing, excused = [], []
     for r in reports:
+        if not r.in_code(functions):
+            r.signature = signature(r.title) + r.context(functions)
         if r.in_code(functions) or (r.kind == "kmemleak" and r.title.endswith(" from ?")):
             failing.append(r)       # ext2's, or a leak whose origin is unknown
         elif known == "base":
