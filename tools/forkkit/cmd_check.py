@@ -158,9 +158,9 @@ def evidence_path(tree, flavour, test):
         tree, flavour, test, guesttests.test_key(test), kernel.kit_key()))
 
 
-def read_evidence(tree, flavour, test, path=None):
+def read_evidence(path):
     try:
-        with open(path or evidence_path(tree, flavour, test)) as fh:
+        with open(path) as fh:
             got = json.load(fh)
     except (OSError, ValueError):
         return {}
@@ -178,7 +178,7 @@ def add_evidence(row, path):
     if not new:
         return
     with Lock("known"):
-        have = read_evidence(None, None, None, path=path)
+        have = read_evidence(path)
         new = {k: v for k, v in new.items() if k not in have}
         if new:
             have.update(new)
@@ -197,7 +197,7 @@ def base_reports(base, rows, flavour, test, out):
     row = next((r for r in rows if r["commit"] == base), None)
     if row is None:
         row = kernel.cached(tree, flavour, test)
-    got = read_evidence(tree, flavour, test)
+    got = read_evidence(evidence_path(tree, flavour, test))
     if row is None and not got:
         out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
