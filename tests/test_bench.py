@@ -899,3 +899,25 @@ def test_run_with_control_runs_warmup_icount(tmp_path, fake_world):
 def test_bad_method_options(tmp_path, fake_world, kw, msg):
     with pytest.raises(ForkError, match=msg):
         cmd_bench.run_bench(opts(tmp_path, **kw), out=lambda s: None)
+
+
+def test_rep_log_is_the_median_of_runs():
+    """With three runs per boot, one outlying run (a point that a guest's
+    periodic work hit) does not move the repetition's value; two runs give
+    their geometric mean."""
+    import math
+    assert benchlib.rep_log([100, 100, 135]) == pytest.approx(math.log(100))
+    assert benchlib.rep_log([100, 400]) == pytest.approx(math.log(200))
+    r = benchlib.paired_ratio({1: [100, 100, 160], 2: [100, 101, 99]},
+                              {1: [50, 50, 50], 2: [50, 51, 49]})
+    assert r["ratio"] == pytest.approx(0.5) and r["hi"] < 0.51
+
+
+def test_icount_sizes_scale_the_counted_workloads():
+    full, ic = benchlib.sizes_for(False, "wall"), benchlib.sizes_for(False, "icount")
+    assert full == benchlib.SIZES["full"]
+    assert ic["seed_iters"] == {n: m * benchlib.ICOUNT_SCALE
+                                for n, m in full["seed_iters"].items()}
+    assert ic["create_iters"] == full["create_iters"] * benchlib.ICOUNT_SCALE
+    assert ic["statfs_seconds"] == full["statfs_seconds"]
+    assert benchlib.SIZES["full"]["seed_iters"][9] == 4000     # not changed in place

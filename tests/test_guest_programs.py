@@ -17,7 +17,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 GUEST = REPO / "ci" / "guest"
 PROGS = ["seedload", "stress", "fillspace", "statfsbench", "createbench",
-         "fsreport", "ext2poke", "failmount"]
+         "fsreport", "ext2poke", "failmount", "rsvgrow"]
 RESULT_RE = re.compile(r"^RESULT( [a-z][a-z0-9_]*=\S+)+$")
 
 
@@ -145,6 +145,7 @@ def test_usage(bindir, prog):
     ("stress", "-p"), ("stress", "-o"), ("stress", "-t"),
     ("fillspace", "-p"), ("statfsbench", "-T"), ("statfsbench", "-t"),
     ("createbench", "-n"), ("createbench", "-m"), ("failmount", "-m"),
+    ("rsvgrow", "-b"), ("rsvgrow", "-k"),
 ])
 def test_bad_number(bindir, tmp_path, prog, opt):
     for bad in ("abc", "-1", "12x"):
@@ -198,6 +199,24 @@ def test_seedload_not_a_dir(bindir, tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     assert_fail(run(bindir, "seedload", "-m", "1", f), "Not a directory")
+
+
+# --- rsvgrow --------------------------------------------------------------
+
+def test_rsvgrow_on_ext2(bindir, tmp_path):
+    """Two tasks append O_DIRECT writes in one directory of a real ext2
+    (one block group): every write lands, each file is truncated every
+    -k writes and ends below that many pages, and the image is clean."""
+    with ext2_mount(tmp_path, kib=16384) as (img, mnt):
+        kv = parse_result(run(bindir, "rsvgrow", "-t", "1", "-b", "3", "-k", "8",
+                              mnt, mnt), "rsvgrow")
+        assert kv["tasks"] == "2"
+        writes, pages = int(kv["writes"]), int(kv["pages"])
+        assert writes > 0 and writes <= pages <= 3 * writes
+        assert (writes - 2 * 7) // 8 <= int(kv["truncates"]) <= writes // 8
+        sizes = [(mnt / ("rsvgrow-%d" % i)).stat().st_size for i in (0, 1)]
+        assert all(0 < sz <= 7 * 3 * 4096 or sz == 0 for sz in sizes), sizes
+    e2fsck_clean(img)
 
 
 # --- createbench ----------------------------------------------------------

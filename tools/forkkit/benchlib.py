@@ -69,6 +69,23 @@ SIZES = {
     },
 }
 
+# Under --mode icount the guest's clock counts instructions at 1 GHz,
+# several times faster than TCG executes them: the counted workloads get
+# ICOUNT_SCALE times the iterations so that their points still last more
+# than a second of guest time (the fixed-duration ones need nothing).
+ICOUNT_SCALE = 3
+
+
+def sizes_for(quick=False, mode="wall"):
+    """The sizes of a run: "quick" or "full", the counted workloads scaled
+    for icount."""
+    sizes = dict(SIZES["quick" if quick else "full"])
+    if mode == "icount":
+        sizes["seed_iters"] = {n: m * ICOUNT_SCALE for n, m in sizes["seed_iters"].items()}
+        sizes["create_iters"] = sizes["create_iters"] * ICOUNT_SCALE
+    return sizes
+
+
 PARAM_ORDER = ["groups", "n", "tasks", "threads", "dirs", "clients"]
 FS_ORDER = ["ext2", "ext4", "tmpfs"]
 
@@ -485,8 +502,8 @@ MARGIN = 0.03           # a point "holds" when its interval allows no loss beyon
 INTERVAL_RULE = (
     "B/A (and the A/A control's C/A) is the geometric mean over repetitions of each "
     "repetition's ratio, a repetition being one boot of each kernel, back to back and "
-    "in rotating order; a repetition's ratio is the ratio of the geometric means of its "
-    "samples.  The 95%% interval is Student's t over the repetitions' log ratios "
+    "in rotating order; a repetition's ratio is the ratio of the medians of its samples "
+    "(with --runs 2, their geometric means).  The 95%% interval is Student's t over the repetitions' log ratios "
     "(n - 1 degrees of freedom), so boot-to-boot noise is inside it; \"detectable\" is "
     "its half-width.  A point holds (no loss) when the interval allows no loss beyond "
     "%d%%, is worse when the whole interval is a loss beyond it, and is inconclusive "
@@ -499,6 +516,14 @@ def t975(df):
     return T975[df - 1] if df <= len(T975) else 1.96 + 2.5 / df
 
 
+def rep_log(values):
+    """The log of one repetition's value: the median of its samples' logs
+    (the geometric mean of two; with three or more, one outlying run, such
+    as a point that a guest's periodic work happened to hit, cannot move
+    it)."""
+    return statistics.median(math.log(v) for v in values)
+
+
 def paired_ratio(a_reps, x_reps):
     """X/A from {rep: [values]} of both kernels, paired by repetition:
     {"ratio", "lo", "hi", "n", "detectable"}; lo/hi are None with fewer
@@ -509,7 +534,7 @@ def paired_ratio(a_reps, x_reps):
         a, x = a_reps[r], x_reps[r]
         if min(a) <= 0 or min(x) <= 0:
             raise ValueError("a sample is not positive")
-        logs.append(sum(math.log(v) for v in x) / len(x) - sum(math.log(v) for v in a) / len(a))
+        logs.append(rep_log(x) - rep_log(a))
     if not logs:
         return None
     mean = sum(logs) / len(logs)

@@ -16,8 +16,8 @@ adds C, A's very image booted again as a third kernel of every
 repetition: C/A is an A/A control that shows what difference the run can
 tell from noise.
 
-B/A is paired by repetition: each repetition's ratio (of the geometric
-means of its samples), their geometric mean, and a 95% Student's t
+B/A is paired by repetition: each repetition's ratio (of the medians of
+its samples), their geometric mean, and a 95% Student's t
 interval over the repetitions (benchlib.INTERVAL_RULE); a point is judged
 "no loss" only when its interval allows no loss beyond 3%, "worse" when
 all of it is such a loss, and "inconclusive" otherwise.
@@ -25,7 +25,9 @@ all of it is such a loss, and "inconclusive" otherwise.
 ``--mode icount`` boots with deterministic virtual time (QEMU
 ``-icount shift=0,sleep=off``, one TCG thread): timings count the
 instructions the guest ran, reproducible under host load, but the vCPUs
-take turns, so it measures CPU work per operation, not parallel scaling;
+take turns, so it measures CPU work per operation, not parallel scaling
+(the counted workloads, seed and inode, run benchlib.ICOUNT_SCALE times
+the iterations: the guest's clock runs faster than TCG);
 ``wall`` (default) is multi-threaded TCG.  ``--smp N`` sets the vCPUs.
 
 Workloads (ci/guest programs plus dbench), each with reference rows from the
@@ -499,7 +501,7 @@ def run_bench(opts, prog=None, out=print):
         raise ForkError("--only: %s" % exc)
     gnuplot, gnuplot_version = check_gnuplot(prog)
     extra = dbench_files() if "dbench" in workloads else {}
-    sizes = benchlib.SIZES["quick" if opts.quick else "full"]
+    sizes = benchlib.sizes_for(opts.quick, mode)
     points = benchlib.make_points(sizes, workloads)
     rev_a, rev_b = default_revs(opts.a, opts.b)
 
@@ -562,6 +564,8 @@ def run_bench(opts, prog=None, out=print):
             est = benchlib.estimate_seconds(
                 [p for p in points if not lockstat or p.fs == "ext2"], opts.quick)
             n_runs = 1 if lockstat else runs
+            if mode == "icount":
+                est *= benchlib.ICOUNT_SCALE
             timeout = opts.timeout or int(est * n_runs * (6 if lockstat else 3)) + 120
             disks = fresh_disks(templates, idir, log)
             script = benchlib.guest_script(points, lockstat=lockstat, runs=n_runs)

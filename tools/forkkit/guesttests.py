@@ -277,6 +277,48 @@ stress -p 2 -o 300 -s 9 /mnt
 fsreport /mnt
 umount /mnt
 """),
+    # Reservation windows grown side by side: 4 tasks append O_DIRECT
+    # writes of 1-7 pages to files of their own in one directory of a
+    # one-group filesystem, truncating every 64 writes (rsvgrow), so window
+    # extensions (try_to_extend_reservation()) run beside the other tasks'
+    # searches and insertions in the same group's tree.  The kcsan
+    # flavour's test for the per-group window locking; e2fsck and the
+    # counters judge it under any flavour.
+    "rsv-race": ("128M", 4096, """set -e
+mount -t ext2 /dev/vda /mnt
+rsvgrow -t 40 -b 7 -k 64 /mnt /mnt /mnt /mnt
+fsreport /mnt
+umount /mnt
+"""),
+    # Directory changes are written synchronously only where DIRSYNC asks
+    # for it.  1000 creates and unlinks (createbench) in a directory that
+    # is not DIRSYNC: the disk may see a periodic writeback's few writes,
+    # not one write per change; mounted -o dirsync, every change is
+    # written before the call returns (directory block and inode: at least
+    # one write per change).  Fails on stock 6.2 .. 7.3, whose
+    # ext2_handle_dirsync() writes every change (fixed by fixes/0001,
+    # a patch of its own, not part of the series).
+    "dirsync": ("128M", 4096, """set -e
+writes() { awk '{ print $5 }' /sys/block/vda/stat; }
+changes() {
+	sync
+	w0=$(writes)
+	createbench -n 100 -m 5 /mnt/d
+	n=$(( $(writes) - w0 ))
+	echo "dirsync: $1: $n disk writes for 1000 directory changes"
+}
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/d
+changes "not DIRSYNC"
+[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
+umount /mnt
+mount -t ext2 -o dirsync /dev/vda /mnt
+changes "mounted -o dirsync"
+[ "$n" -ge 1000 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC directory: changes are not written synchronously"; exit 1; }
+rmdir /mnt/d
+fsreport /mnt
+umount /mnt
+"""),
 }
 
 GuestTest = collections.namedtuple(
