@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rsvgrow - grow reservation windows side by side in one block group.
+ * rsvgrow - grow reservation windows side by side.
  *
  * One forked task per DIR argument (repeat a DIR to share it).  Each task
  * appends to a file of its own with O_DIRECT writes of 1..MAXB pages (a
  * pseudo-random size per write) and truncates the file to zero after
- * every APPENDS writes, until SECONDS have passed.
+ * every APPENDS writes, until SECONDS have passed.  After opening the
+ * file and after every truncate it sets the file's reservation window
+ * to WINDOW blocks (EXT2_IOC_SETRSVSZ), which ext2 otherwise doubles
+ * each time a window fills up and never shrinks.
  *
- * An O_DIRECT write maps all of its blocks in one ext2_get_blocks()
- * call.  When the goal lies near the end of the inode's reservation
- * window and the rest of the window is shorter than the write, ext2 tries
- * to extend the window (try_to_extend_reservation()); when the goal lies
- * past it, it searches the group's tree for a new one.  With every task's
- * file in one small filesystem (one block group), the tasks' windows are
- * neighbours in the same tree, so window extensions meet the other tasks'
- * searches and insertions: the accesses a data race detector needs to
- * see side by side.  Each file stays under APPENDS * MAXB pages.
+ * An O_DIRECT write maps its blocks in one ext2_get_blocks() call (two at
+ * the end of the direct blocks).  When the goal lies near the end of the
+ * inode's reservation window and the rest of the window is shorter than
+ * the write, ext2 tries to extend the window (try_to_extend_reservation())
+ * up to the next window; when the goal lies past it, it searches the
+ * group's tree for a new one.  With small windows and the tasks' files
+ * close together (in one directory of a filesystem of small groups, the
+ * files start blocks apart and grow into each other and into the next
+ * group), window extensions meet the other tasks' searches and
+ * insertions: the accesses a data race detector needs to see side by
+ * side.  Each file stays at most APPENDS * MAXB 4 KiB units long.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +33,11 @@
 #include "common.h"
 
 #define MAX_TASKS	64
-#define PAGE_BYTES	4096
+#define PAGE_BYTES	4096	/* the unit of a write, whatever the page size */
+
+/* include/uapi/linux/ext2_fs.h is not exported; the kernel reads an int. */
+#define EXT2_IOC_GETRSVSZ	_IOR('f', 5, long)
+#define EXT2_IOC_SETRSVSZ	_IOW('f', 6, long)
 
 struct grow_counts {
 	uint64_t writes;
@@ -41,17 +51,25 @@ struct grow_conf {
 	uint64_t max_pages;
 	uint64_t appends;
 	uint64_t seed;
+	int window;			/* blocks; 0: leave ext2's choice */
 	struct grow_counts *counts;	/* shared, one per task */
 };
 
 static void print_usage(FILE *out)
 {
 	fprintf(out,
-		"usage: rsvgrow [-t SECONDS] [-b MAXB] [-k APPENDS] [-s SEED] DIR [DIR...]\n"
+		"usage: rsvgrow [-t SECONDS] [-b MAXB] [-k APPENDS] [-w WINDOW] [-s SEED] DIR...\n"
 		"  One task per DIR (repeat a DIR to share it).  Each task appends\n"
 		"  O_DIRECT writes of 1..MAXB pages (default 7) to its own file and\n"
 		"  truncates it to zero every APPENDS writes (default 64), for\n"
-		"  SECONDS (default 20).\n");
+		"  SECONDS (default 20), setting the file's reservation window to\n"
+		"  WINDOW blocks (default 8; 0: not set) after open and truncate.\n");
+}
+
+static void set_window(int fd, const char *path, int window)
+{
+	if (window && ioctl(fd, EXT2_IOC_SETRSVSZ, &window))
+		fail_errno("ioctl EXT2_IOC_SETRSVSZ", path);
 }
 
 static int grow_task(int taskno, void *arg)
@@ -72,6 +90,7 @@ static int grow_task(int taskno, void *arg)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
 	if (fd < 0)
 		fail_errno("open O_DIRECT", path);
+	set_window(fd, path, c->window);
 
 	if (task_wait_start())
 		return 1;
@@ -88,6 +107,7 @@ static int grow_task(int taskno, void *arg)
 		if (++done == c->appends) {
 			if (ftruncate(fd, 0))
 				fail_errno("ftruncate", path);
+			set_window(fd, path, c->window);
 			size = 0;
 			done = 0;
 			n->truncates++;
@@ -106,6 +126,7 @@ int main(int argc, char **argv)
 		.max_pages = 7,
 		.appends = 64,
 		.seed = 1,
+		.window = 8,
 	};
 	struct grow_counts sum = { 0 };
 	uint64_t start, elapsed;
@@ -113,7 +134,7 @@ int main(int argc, char **argv)
 
 	prog_name = "rsvgrow";
 	prog_usage = print_usage;
-	while ((opt = getopt(argc, argv, "ht:b:k:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "ht:b:k:w:s:")) != -1) {
 		switch (opt) {
 		case 't':
 			c.duration_ns = parse_seconds(optarg, 't');
@@ -123,6 +144,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			c.appends = parse_u64(optarg, 'k', 1, 1 << 20);
+			break;
+		case 'w':
+			c.window = (int)parse_u64(optarg, 'w', 0, 1027);
 			break;
 		case 's':
 			c.seed = parse_u64(optarg, 's', 0, UINT64_MAX);
