@@ -10,9 +10,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXES = sorted((REPO / "fixes").glob("*.patch"))
-# where each fix applies (README), and where it must not (the tree
-# predates the bug)
-APPLIES = {"0001": (["distro/7.3", "distro/6.12", "series/7.3", "series/6.12"], ["distro/6.1"])}
+README = (REPO / "fixes" / "README.md").read_text()
+
+
+def readme_applies():
+    """{"0001": ([revs it applies to], [revs it must not])} from the README's
+    "Applies to:" and "Not to" lines of each fix's section."""
+    out = {}
+    for sec in re.split(r"^## ", README, flags=re.M)[1:]:
+        num = re.match(r"(\d{4}):", sec)
+        good = re.search(r"^Applies to: (.+?)\.$", sec, re.M | re.S)
+        bad = re.search(r"^Not to (\S+),", sec, re.M)
+        if num and good:
+            out[num.group(1)] = (re.findall(r"`([^`]+)`", good.group(1)),
+                                 ["distro/" + bad.group(1)] if bad else [])
+    return out
+
+
+APPLIES = readme_applies()
 
 
 def test_there_are_fixes():
@@ -29,9 +44,9 @@ def test_fix_is_a_mail_for_stable(patch):
     assert len(fixes) == 1, "one Fixes: line, 12+ hex digits and the quoted subject"
     sha, subject = fixes[0]
     # the log cites the same commit, as checkpatch wants it cited
-    assert re.search(r'[Cc]ommit %s \("%s' % (sha[:12], re.escape(subject.split()[0])),
+    assert re.search(r'[Cc]ommit %s \("%s"\)' % (sha[:12], re.escape(" ".join(subject.split()))),
                      " ".join(body.split()))
-    assert re.search(r"^Cc: stable@vger\.kernel\.org$", body, re.M)
+    assert re.search(r"^Cc: stable@vger\.kernel\.org( # \S+)?$", body, re.M)
     assert re.search(r"^Signed-off-by: .+ <.+>$", body, re.M)
     assert "\n---\n" in body and "diff --git a/fs/ext2/" in body
 
