@@ -344,3 +344,13 @@ int run_tasks(int ntasks, task_fn fn, void *arg, uint64_t *start_ns)
 	free(pids);
 	return ret;
 }
+
+char **dir_args(int argc, char **argv, int max, int *ntasks)
+{
+	*ntasks = argc - optind;
+	if (*ntasks < 1)
+		usage_error("missing DIR");
+	if (*ntasks > max)
+		usage_error("at most %d DIR arguments", max);
+	return argv + optind;
+}

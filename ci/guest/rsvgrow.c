@@ -157,12 +157,7 @@ int main(int argc, char **argv)
 			usage_error("bad option");
 		}
 	}
-	ntasks = argc - optind;
-	if (ntasks < 1)
-		usage_error("missing DIR");
-	if (ntasks > MAX_TASKS)
-		usage_error("at most %d DIR arguments", MAX_TASKS);
-	c.dirs = argv + optind;
+	c.dirs = dir_args(argc, argv, MAX_TASKS, &ntasks);
 	c.counts = shared_alloc(sizeof(*c.counts) * (size_t)ntasks);
 
 	if (run_tasks(ntasks, grow_task, &c, &start))
