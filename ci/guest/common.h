@@ -74,6 +74,13 @@ uint64_t rng_below(uint64_t *state, uint64_t n);
 void fill_pattern(unsigned char *buf, size_t len, uint64_t key, uint64_t off);
 
 /*
+ * The DIR operands after the options (argv[optind..]), one task each:
+ * stores their number in *ntasks, or exits through usage_error() when
+ * there are none or more than @max.
+ */
+char **dir_args(int argc, char **argv, int max, int *ntasks);
+
+/*
  * Run @ntasks forked tasks.  Task i runs fn(i, arg) and exits with its
  * return value.  Every task must call task_wait_start() once it has
  * finished its set-up; tasks are released together once all of them
@@ -81,13 +88,6 @@ void fill_pattern(unsigned char *buf, size_t len, uint64_t key, uint64_t off);
  * every task exited with status 0, 1 otherwise (after printing a FAIL
  * line per failed task).
  */
-/*
- * The DIR operands after the options (argv[optind..]), one task each:
- * stores their number in *ntasks, or exits through usage_error() when
- * there are none or more than @max.
- */
-char **dir_args(int argc, char **argv, int max, int *ntasks);
-
 typedef int (*task_fn)(int taskno, void *arg);
 int run_tasks(int ntasks, task_fn fn, void *arg, uint64_t *start_ns);
 

@@ -503,8 +503,9 @@ INTERVAL_RULE = (
     "B/A (and the A/A control's C/A) is the geometric mean over repetitions of each "
     "repetition's ratio, a repetition being one boot of each kernel, back to back and "
     "in rotating order; a repetition's ratio is the ratio of the medians of its samples "
-    "(with --runs 2, their geometric means).  The 95%% interval is Student's t over the repetitions' log ratios "
-    "(n - 1 degrees of freedom), so boot-to-boot noise is inside it; \"detectable\" is "
+    "(with --runs 2, their geometric means).  The 95%% interval is Student's t over the "
+    "repetitions' log ratios (n - 1 degrees of freedom), so boot-to-boot noise is inside "
+    "it; \"detectable\" is "
     "its half-width.  A point holds (no loss) when the interval allows no loss beyond "
     "%d%%, is worse when the whole interval is a loss beyond it, and is inconclusive "
     "otherwise; it changed (better/worse) when the interval excludes 1.0." % (MARGIN * 100))
