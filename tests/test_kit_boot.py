@@ -304,3 +304,30 @@ def test_base_archive_and_command(kit, tmp_path):
     (kit.repo / "ci" / "guest" / "init").write_text("#!/bin/busybox sh\necho changed\n")
     assert initramfs.base_archive() != base
     assert not os.path.exists(base)
+
+
+def test_boot_passes_the_flavour_boot_arguments_before_the_users(tmp_path, monkeypatch):
+    """`boot --config kasan` boots with the arguments check and bisect give a
+    kasan kernel (acpi=noirq: without it the boot can hang, CHECKS.md), then
+    --append; the base flavour adds nothing."""
+    from forkkit import cmd_boot as verb
+    kernel = tmp_path / "bzImage"
+    kernel.write_bytes(b"\0")
+    seen = []
+
+    def fake_run_guest(kernel, script, disks, timeout, smp, mem, kvm, append, prog=None):
+        seen.append(append)
+        return cmd_boot.BootResult(rc=0, log=str(tmp_path / "c.log"), seconds=1, problems=[],
+                                   error=None, output=[])
+
+    monkeypatch.setattr(verb, "run_guest", fake_run_guest)
+    monkeypatch.setattr(verb, "qemu_binary", lambda: "qemu-system-x86_64")
+
+    def args(config, append):
+        return type("A", (), dict(kernel=str(kernel), config=config, rest=[], disk=[],
+                                  timeout=60, smp=2, mem="2048", kvm=False, append=append))
+
+    assert verb.main(args("kasan", "loglevel=8")) in (0, None)
+    assert verb.main(args("base", "")) in (0, None)
+    assert seen[0].split() == ["kasan_multi_shot", "acpi=noirq", "loglevel=8"]
+    assert seen[1] == ""

@@ -18,7 +18,7 @@ import os
 import shlex
 
 from .common import ForkError, Progress
-from .kbuild import FLAVOURS, build
+from .kbuild import BOOT_ARGS, FLAVOURS, build
 from .qemu import failure_message, qemu_binary, run_guest
 
 HELP = "boot a revision in QEMU (TCG) and run a command in the guest"
@@ -37,7 +37,8 @@ def add_arguments(p):
     p.add_argument("--mem", default="2048", help="guest memory in MiB (default 2048)")
     p.add_argument("--kvm", action="store_true",
                    help="use KVM instead of TCG (opt-in: nested KVM is unreliable here)")
-    p.add_argument("--append", default="", help="extra kernel command line")
+    p.add_argument("--append", default="",
+                   help="extra kernel command line (after the flavour's own, e.g. kasan's)")
     p.set_defaults(accepts_rest=True, rest=[])
 
 
@@ -51,8 +52,10 @@ def main(args):
     else:
         kernel = build(args.rev, args.config, prog=prog).image
     script = " ".join(shlex.quote(a) for a in args.rest) if args.rest else "uname -a"
+    # the flavour's own boot arguments (as check and bisect boot it), then the user's
+    append = " ".join(a for a in (BOOT_ARGS.get(args.config, ""), args.append) if a)
     res = run_guest(kernel, script, args.disk, args.timeout, args.smp, args.mem, args.kvm,
-                    args.append, prog=prog)
+                    append, prog=prog)
     for line in res.output:
         print(line)
     if not res.ok:
