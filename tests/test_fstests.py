@@ -274,6 +274,83 @@ def test_root_key_follows_inputs(repo, monkeypatch):
         fsroot.inputs()
 
 
+def test_root_key_follows_fstests_patches(repo, monkeypatch):
+    """A change to ci/fstests/patches makes another root; without patches the
+    inputs have no patch entry (the key of an unpatched root is unchanged)."""
+    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    (repo / "debian.sources").write_text(
+        "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
+        "Components: main\nSigned-By: /k.gpg\n")
+    pdir = repo / "ci" / "fstests" / "patches"
+    names = sorted(p.name for p in pdir.glob("*.patch"))
+    assert [e.split(" ", 1)[1] for e in fsroot.inputs()["fstests_patches"]] == names
+    k1 = fsroot.root_key(fsroot.inputs())
+    first = pdir / names[0]
+    first.write_text(first.read_text() + "\n")
+    assert fsroot.root_key(fsroot.inputs()) != k1
+    shutil.rmtree(pdir)
+    assert "fstests_patches" not in fsroot.inputs()
+
+
+def fstests_clone(tmp_path):
+    """A checkout of the pinned fstests commit from the local bundle (skip
+    where the machine has none)."""
+    url, commit = fsroot.source()
+    if not os.path.exists(url):
+        pytest.skip("no local fstests bundle (%s)" % url)
+    dest = tmp_path / "fstests"
+    for cmd in (["git", "clone", "-q", "--no-checkout", url, str(dest)],
+                ["git", "-C", str(dest), "checkout", "-q", "--detach", commit]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    return dest
+
+
+def sourced_progs(src, path):
+    """The *_PROG variables after sourcing `src`/common/config with bash and
+    `path` as $PATH (taken at exit: the file may _fatal on this host)."""
+    (src / "local.config").write_text(
+        "export FSTYP=ext2\nexport TEST_DEV=/dev/null\nexport TEST_DIR=%s\n"
+        "export SCRATCH_DEV=/dev/zero\nexport SCRATCH_MNT=%s\n" % (src, src))
+    out = src / "env.out"
+    subprocess.run(["bash", "-c", 'trap "env > %s" EXIT; . ./common/exit; . ./common/config'
+                    % out], cwd=src, capture_output=True, timeout=120,
+                   env={"PATH": path, "HOME": "/nonexistent", "LC_ALL": "C", "here": str(src)})
+    return {k: v for k, v in (l.split("=", 1) for l in out.read_text().splitlines()
+                              if "=" in l) if k.endswith("_PROG")}
+
+
+def test_fstests_patches_apply_and_keep_the_program_paths(tmp_path):
+    """ci/fstests/patches apply to the pinned commit, and the common/config
+    one exports the same program paths as upstream's $(type -P ...): on a
+    $PATH where some programs are in the first directory, some only in the
+    second and some nowhere."""
+    src = fstests_clone(tmp_path)
+    names = sorted(set(re.findall(r"\$\(type -P ([A-Za-z0-9_.+-]+)\)",
+                                  (src / "common" / "config").read_text())))
+    dirs = [tmp_path / "bin1", tmp_path / "bin2"]
+    for d, chosen in zip(dirs, (names[::3], names[:-5])):
+        d.mkdir()
+        for n in chosen:
+            (d / n).write_text("#!/bin/sh\n")
+            (d / n).chmod(0o755)
+    for n in ("fsstress", "fsx"):
+        (src / "ltp" / n).write_text("#!/bin/sh\n")
+        (src / "ltp" / n).chmod(0o755)
+    path = ":".join(str(d) for d in dirs) + ":/usr/sbin:/usr/bin:/sbin:/bin"
+    before = sourced_progs(src, path)
+    for name, patch, _ in fsroot.patches():
+        proc = subprocess.run(["git", "-C", str(src), "apply", patch], capture_output=True,
+                              text=True)
+        assert proc.returncode == 0, (name, proc.stderr)
+    after = sourced_progs(src, path)
+    assert len(before) > 90 and after == before
+    values = set(before.values())
+    assert any(v.startswith(str(dirs[0])) for v in values)
+    assert any(v.startswith(str(dirs[1])) for v in values) and "" in values
+    text = (src / "common" / "config").read_text()
+    assert text.count("_set_prog_path ") > 90
+
+
 def test_bad_package_name(repo):
     (repo / "ci" / "fstests" / "packages").write_text("xfsprogs\nrm -rf\n")
     with pytest.raises(ForkError, match="not a Debian package name"):

@@ -16,9 +16,10 @@ hanging on the base kernel, each with its measured reason) are left out
 and listed.
 
 The guest: the kit's initramfs mounts a Debian root image (debootstrap of
-the machine's own mirror, fstests built inside it; made once per machine
-and cached in ~/.cache/fork-kit/fstests-roots/, shared by every clone;
-making it needs root) from /dev/vda and runs fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
+the machine's own mirror, fstests with ci/fstests/patches built inside it;
+made once per machine and cached in ~/.cache/fork-kit/fstests-roots/,
+shared by every clone; making it needs root) from /dev/vda and runs
+fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
 SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
 ``_check_filesystems`` after every test), results on /dev/vdd.  After every
 boot the host runs ``e2fsck -fn`` on both disks and copies fstests'
@@ -137,10 +138,12 @@ def main(args):
     chosen, excluded = fstests.select(tests, group, root["groups"], exclude)
     if not chosen:
         raise ForkError("every selected test is in ci/fstests/ext2.exclude: nothing to run")
-    prog.say("%d tests (%s)%s; fstests %s at %s" % (
+    prog.say("%d tests (%s)%s; fstests %s at %s%s" % (
         len(chosen), "group " + group if group else "named",
         ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
-        root["fstests_commit"][:12]))
+        root["fstests_commit"][:12], " + %d patches of ci/fstests/patches"
+        % len(root["inputs"]["fstests_patches"]) if root["inputs"].get("fstests_patches")
+        else ""))
     # The series builds (build lock) while the base kernel boots (guest lock).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
@@ -153,6 +156,7 @@ def main(args):
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
             "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
             "root_key": root["key"], "suite": root["inputs"]["suite"],
+            "fstests_patches": root["inputs"].get("fstests_patches", []),
             "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
             "run_dir": rundir}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:

@@ -96,6 +96,21 @@ def mirror(suite):
                                                      or "/etc/apt"))
 
 
+def patches():
+    """[(name, path, sha256)] of ci/fstests/patches/*.patch in name order:
+    the project's own changes to fstests, applied after the checkout."""
+    d = os.path.join(conf_dir(), "patches")
+    if not os.path.isdir(d):
+        return []
+    out = []
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".patch"):
+            path = os.path.join(d, name)
+            with open(path, "rb") as fh:
+                out.append((name, path, hashlib.sha256(fh.read()).hexdigest()))
+    return out
+
+
 def inputs():
     """Everything the root image is made from (its cache key hashes this)."""
     conf = read_conf()
@@ -103,8 +118,12 @@ def inputs():
     uri, keyring = mirror(conf["SUITE"])
     with open(os.path.join(conf_dir(), "setup-root.sh"), "rb") as fh:
         setup = hashlib.sha256(fh.read()).hexdigest()
-    return {"suite": conf["SUITE"], "mirror": uri, "keyring": keyring,
-            "packages": packages(), "fstests_commit": commit, "setup_root_sh": setup}
+    inp = {"suite": conf["SUITE"], "mirror": uri, "keyring": keyring,
+           "packages": packages(), "fstests_commit": commit, "setup_root_sh": setup}
+    pl = patches()
+    if pl:      # absent when there are none: the key of an unpatched root stays
+        inp["fstests_patches"] = ["%s %s" % (sha[:16], name) for name, _, sha in pl]
+    return inp
 
 
 def root_key(inp):
@@ -188,6 +207,13 @@ def build_root(inp, key, prog, log):
                         "reachable clone or bundle (see ci/fstests/source.conf)"
                         % (commit, url, exc))
     full = run(["git", "-C", dest, "rev-parse", "HEAD"]).stdout.strip()
+    for name, path, _ in patches():
+        prog.say("fstests root %s: applying ci/fstests/patches/%s" % (key, name))
+        try:
+            run(["git", "-C", dest, "apply", "--index", path], log=log)
+        except ForkError as exc:
+            raise ForkError("ci/fstests/patches/%s does not apply to fstests %s: refresh it "
+                            "against that commit (%s)" % (name, commit[:12], exc))
     shutil.copy(os.path.join(conf_dir(), "setup-root.sh"), os.path.join(root, "setup-root.sh"))
     prog.say("fstests root %s: building fstests in the chroot (nice)" % key)
     proc_dir = os.path.join(root, "proc")

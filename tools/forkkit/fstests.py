@@ -340,7 +340,10 @@ def markdown(meta, rows, excluded):
         m = meta[side]
         out.append("- %s: `%s` (%s), image sha256 %s" % (side, m["rev"], m["commit"][:12],
                                                          m["image_sha256"][:16]))
-    out += ["- fstests: %s at %s" % (meta["fstests_url"], meta["fstests_commit"]),
+    patched = meta.get("fstests_patches") or []
+    out += ["- fstests: %s at %s%s" % (meta["fstests_url"], meta["fstests_commit"],
+                                       " + ci/fstests/patches: %s" % ", ".join(patched)
+                                       if patched else ""),
             "- guest root: %s (Debian %s)" % (meta["root_key"], meta["suite"]),
             "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
             % (meta["selection"], len(rows), len(excluded)),
