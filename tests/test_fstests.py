@@ -351,6 +351,46 @@ def test_fstests_patches_apply_and_keep_the_program_paths(tmp_path):
     assert text.count("_set_prog_path ") > 90
 
 
+SECTION_REPORTS = r"""
+. ./common/report
+_sysfs_dev() { :; }
+_sync_fs() { :; }
+__generate_ext4_report_vars() { :; }
+eval "$(declare -f __generate_report_vars | sed '1s/__generate_report_vars/__counted/')"
+__generate_report_vars() { echo call >> "$OUT/calls"; __counted; }
+export FSTYP=ext2 TEST_DEV=/dev/null SCRATCH_DEV=/dev/zero TEST_DIR=/tmp SCRATCH_MNT=/mnt
+HOST=fstests tmp=$OUT/tmp REPORT_DIR=$OUT fstests_start_time="2026-01-01 00:00:00"
+for n in 1 2 3; do
+    _xunit_make_section_report -no-sections- $n 0 0 "" > /dev/null
+    sed -n '/<properties>/,/<\/properties>/p' "$OUT/result.xml" > "$OUT/props.$n"
+done
+"""
+
+
+def section_reports(src, out):
+    """Three xunit section reports in a row (as check writes one before each
+    test): (how often the properties were computed, [the properties blocks])."""
+    out.mkdir()
+    subprocess.run(["bash", "-c", SECTION_REPORTS], cwd=src, check=True, capture_output=True,
+                   timeout=120, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C",
+                                     "OUT": str(out), "here": str(src)})
+    return (len((out / "calls").read_text().split()),
+            [(out / ("props.%d" % n)).read_text() for n in (1, 2, 3)])
+
+
+def test_fstests_patches_compute_the_xunit_properties_once(tmp_path):
+    """0002: the properties of the report check writes before every test are
+    computed once per section and come out the same as upstream's."""
+    src = fstests_clone(tmp_path)
+    calls, props = section_reports(src, tmp_path / "stock")
+    assert calls == 3 and props[0] == props[1] == props[2]
+    assert props[0].count("<property ") >= 10
+    for name, patch, _ in fsroot.patches():
+        subprocess.run(["git", "-C", str(src), "apply", patch], check=True)
+    calls_p, props_p = section_reports(src, tmp_path / "patched")
+    assert calls_p == 1 and props_p == props
+
+
 def test_bad_package_name(repo):
     (repo / "ci" / "fstests" / "packages").write_text("xfsprogs\nrm -rf\n")
     with pytest.raises(ForkError, match="not a Debian package name"):
