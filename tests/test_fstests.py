@@ -305,7 +305,7 @@ def fstests_clone(tmp_path):
     return dest
 
 
-def sourced_progs(src, path):
+def sourced_progs(src, path, home="/nonexistent"):
     """The *_PROG variables after sourcing `src`/common/config with bash and
     `path` as $PATH (taken at exit: the file may _fatal on this host)."""
     (src / "local.config").write_text(
@@ -314,39 +314,43 @@ def sourced_progs(src, path):
     out = src / "env.out"
     subprocess.run(["bash", "-c", 'trap "env > %s" EXIT; . ./common/exit; . ./common/config'
                     % out], cwd=src, capture_output=True, timeout=120,
-                   env={"PATH": path, "HOME": "/nonexistent", "LC_ALL": "C", "here": str(src)})
+                   env={"PATH": path, "HOME": str(home), "LC_ALL": "C", "here": str(src)})
     return {k: v for k, v in (l.split("=", 1) for l in out.read_text().splitlines()
                               if "=" in l) if k.endswith("_PROG")}
 
 
 def test_fstests_patches_apply_and_keep_the_program_paths(tmp_path):
     """ci/fstests/patches apply to the pinned commit, and the common/config
-    one exports the same program paths as upstream's $(type -P ...): on a
-    $PATH where some programs are in the first directory, some only in the
-    second and some nowhere."""
+    one exports the same program paths as upstream's $(type -P ...), on a
+    $PATH made to tell lookups apart: some programs only in the first
+    directory, some only in the second, some nowhere, some shadowed by a
+    file that is not executable or by a directory, an empty entry and a
+    ~/ entry."""
     src = fstests_clone(tmp_path)
     names = sorted(set(re.findall(r"\$\(type -P ([A-Za-z0-9_.+-]+)\)",
                                   (src / "common" / "config").read_text())))
-    dirs = [tmp_path / "bin1", tmp_path / "bin2"]
-    for d, chosen in zip(dirs, (names[::3], names[:-5])):
-        d.mkdir()
+    home = tmp_path / "home"
+    dirs = [tmp_path / "shadow", tmp_path / "bin1", tmp_path / "bin2", home / "hbin"]
+    for d, chosen in zip(dirs[1:], (names[::3], names[:-5], names[-3:])):
+        d.mkdir(parents=True)
         for n in chosen:
             (d / n).write_text("#!/bin/sh\n")
             (d / n).chmod(0o755)
+    dirs[0].mkdir()
+    (dirs[0] / names[1]).write_text("not executable\n")
+    (dirs[0] / names[2]).mkdir()
     for n in ("fsstress", "fsx"):
         (src / "ltp" / n).write_text("#!/bin/sh\n")
         (src / "ltp" / n).chmod(0o755)
-    path = ":".join(str(d) for d in dirs) + ":/usr/sbin:/usr/bin:/sbin:/bin"
-    before = sourced_progs(src, path)
-    for name, patch, _ in fsroot.patches():
-        proc = subprocess.run(["git", "-C", str(src), "apply", patch], capture_output=True,
-                              text=True)
-        assert proc.returncode == 0, (name, proc.stderr)
-    after = sourced_progs(src, path)
+    path = "%s:%s::%s:~/hbin:/usr/sbin:/usr/bin:/sbin:/bin" % tuple(dirs[:3])
+    before = sourced_progs(src, path, home)
+    fsroot.apply_patches(str(src), fsroot.source()[1])
+    after = sourced_progs(src, path, home)
     assert len(before) > 90 and after == before
     values = set(before.values())
-    assert any(v.startswith(str(dirs[0])) for v in values)
-    assert any(v.startswith(str(dirs[1])) for v in values) and "" in values
+    for d in dirs[1:3]:
+        assert any(v.startswith(str(d)) for v in values), d
+    assert "" in values
     text = (src / "common" / "config").read_text()
     assert text.count("_set_prog_path ") > 90
 
@@ -360,35 +364,60 @@ eval "$(declare -f __generate_report_vars | sed '1s/__generate_report_vars/__cou
 __generate_report_vars() { echo call >> "$OUT/calls"; __counted; }
 export FSTYP=ext2 TEST_DEV=/dev/null SCRATCH_DEV=/dev/zero TEST_DIR=/tmp SCRATCH_MNT=/mnt
 HOST=fstests tmp=$OUT/tmp REPORT_DIR=$OUT fstests_start_time="2026-01-01 00:00:00"
-for n in 1 2 3; do
-    _xunit_make_section_report -no-sections- $n 0 0 "" > /dev/null
-    sed -n '/<properties>/,/<\/properties>/p' "$OUT/result.xml" > "$OUT/props.$n"
-done
+REPORT_VARS_FILE=$OUT/vars
+rep() {    # name section mkfs-options section-time (set: the section's final report)
+    MKFS_OPTIONS=$3 _xunit_make_section_report $2 1 0 0 "$4" > /dev/null
+    sed -n '/<properties>/,/<\/properties>/p' "$OUT/result.xml" > "$OUT/props.$1"
+}
+echo "FOO: 1" > "$OUT/vars"
+rep a1 sect_a "-b 1024" ""
+echo "FOO: 2" > "$OUT/vars"
+rep a2 sect_a "-b 1024" ""
+rep a3 sect_a "-b 1024" 10
+rep b1 sect_b "-b 4096" ""
 """
 
 
 def section_reports(src, out):
-    """Three xunit section reports in a row (as check writes one before each
-    test): (how often the properties were computed, [the properties blocks])."""
+    """Section reports as check writes them (interim ones before tests, a
+    final one with the section's time), with a property changing after the
+    first: (how often the properties were computed, {report: properties})."""
     out.mkdir()
     subprocess.run(["bash", "-c", SECTION_REPORTS], cwd=src, check=True, capture_output=True,
                    timeout=120, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C",
                                      "OUT": str(out), "here": str(src)})
     return (len((out / "calls").read_text().split()),
-            [(out / ("props.%d" % n)).read_text() for n in (1, 2, 3)])
+            {n: (out / ("props." + n)).read_text() for n in ("a1", "a2", "a3", "b1")})
 
 
 def test_fstests_patches_compute_the_xunit_properties_once(tmp_path):
-    """0002: the properties of the report check writes before every test are
-    computed once per section and come out the same as upstream's."""
+    """0002: the interim reports of a section reuse its first properties;
+    the final report and another section's reports are upstream's."""
     src = fstests_clone(tmp_path)
     calls, props = section_reports(src, tmp_path / "stock")
-    assert calls == 3 and props[0] == props[1] == props[2]
-    assert props[0].count("<property ") >= 10
-    for name, patch, _ in fsroot.patches():
-        subprocess.run(["git", "-C", str(src), "apply", patch], check=True)
+    assert calls == 4 and props["a1"] != props["a2"] == props["a3"]
+    assert "-b 4096" in props["b1"] and props["a1"].count("<property ") >= 10
+    fsroot.apply_patches(str(src), fsroot.source()[1])
     calls_p, props_p = section_reports(src, tmp_path / "patched")
-    assert calls_p == 1 and props_p == props
+    assert calls_p == 3
+    assert props_p["a1"] == props_p["a2"] == props["a1"]
+    assert props_p["a3"] == props["a3"] and props_p["b1"] == props["b1"]
+
+
+def test_fstests_patch_that_does_not_apply_is_one_line(tmp_path, monkeypatch):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("one\n")
+    for cmd in (["init", "-q"], ["add", "f"]):
+        subprocess.run(["git", "-C", str(src)] + cmd, check=True)
+    bad = tmp_path / "0001-bad.patch"
+    bad.write_text("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-two\n+three\n")
+    monkeypatch.setattr(fsroot, "patches", lambda: [("0001-bad.patch", str(bad), "0" * 64)])
+    with pytest.raises(ForkError) as exc:
+        fsroot.apply_patches(str(src), "63a29724a85f1999")
+    msg = str(exc.value)
+    assert "\n" not in msg and "0001-bad.patch does not apply to fstests 63a29724a85f" in msg
+    assert "refresh it" in msg
 
 
 def test_bad_package_name(repo):

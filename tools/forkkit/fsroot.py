@@ -172,6 +172,19 @@ def ensure_root(prog, log):
         return build_root(inp, key, prog, log)
 
 
+def apply_patches(dest, commit, prog=None, key=""):
+    """git apply ci/fstests/patches/*.patch in the fstests checkout `dest`."""
+    for name, path, _ in patches():
+        if prog:
+            prog.say("fstests root %s: applying ci/fstests/patches/%s" % (key, name))
+        proc = run(["git", "-C", dest, "apply", "--index", path], check=False)
+        if proc.returncode:
+            first = (proc.stderr or proc.stdout or "").strip().splitlines()[:1]
+            raise ForkError("ci/fstests/patches/%s does not apply to fstests %s (%s): refresh "
+                            "it against that commit" % (name, commit[:12],
+                                                       first[0] if first else "git apply failed"))
+
+
 def build_root(inp, key, prog, log):
     if os.geteuid() != 0:
         raise ForkError("building the fstests guest root needs root (debootstrap, chroot, "
@@ -207,13 +220,7 @@ def build_root(inp, key, prog, log):
                         "reachable clone or bundle (see ci/fstests/source.conf)"
                         % (commit, url, exc))
     full = run(["git", "-C", dest, "rev-parse", "HEAD"]).stdout.strip()
-    for name, path, _ in patches():
-        prog.say("fstests root %s: applying ci/fstests/patches/%s" % (key, name))
-        try:
-            run(["git", "-C", dest, "apply", "--index", path], log=log)
-        except ForkError as exc:
-            raise ForkError("ci/fstests/patches/%s does not apply to fstests %s: refresh it "
-                            "against that commit (%s)" % (name, commit[:12], exc))
+    apply_patches(dest, commit, prog, key)
     shutil.copy(os.path.join(conf_dir(), "setup-root.sh"), os.path.join(root, "setup-root.sh"))
     prog.say("fstests root %s: building fstests in the chroot (nice)" % key)
     proc_dir = os.path.join(root, "proc")
