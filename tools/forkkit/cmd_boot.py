@@ -18,8 +18,8 @@ import os
 import shlex
 
 from .common import ForkError, Progress
-from .kbuild import BOOT_ARGS, FLAVOURS, build
-from .qemu import failure_message, qemu_binary, run_guest
+from .kbuild import FLAVOURS, build
+from .qemu import BOOT_ARGS, failure_message, qemu_binary, run_guest
 
 HELP = "boot a revision in QEMU (TCG) and run a command in the guest"
 

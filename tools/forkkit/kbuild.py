@@ -36,15 +36,6 @@ SANITIZERS = ("kcsan", "kasan", "kasan-inline", "faults")
 # Flavours with kmemleak: the guest init scans after the test, and a run
 # whose scan did not happen (kmemleak disabled itself) fails.
 KMEMLEAK_FLAVOURS = ("kasan", "kasan-inline", "faults")
-# Kernel command line additions per flavour: without kasan_multi_shot KASAN
-# prints only its first report, and a known one would hide the rest.
-# acpi=noirq: under KASAN and TCG the ACPI interpreter needed ~30 s for the
-# PCI root's _PRT method, and when it passed ACPICA's 30 s loop limit
-# (AE_AML_LOOP_TIMEOUT, 7.3 base, 2026-12-04) the virtio disk got no
-# interrupt and the boot hung after "virtio_blk ... [vda]"; the BIOS's
-# $PIR table routes the same interrupts without running AML.
-KASAN_BOOT_ARGS = "kasan_multi_shot acpi=noirq"
-BOOT_ARGS = {"kasan": KASAN_BOOT_ARGS, "kasan-inline": KASAN_BOOT_ARGS}
 BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
               ("bc", "bc"), ("cpio", "cpio")]
 

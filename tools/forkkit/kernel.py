@@ -26,8 +26,8 @@ import time
 
 from . import guesttests, reports
 from .common import ForkError, ensure_dir, git, new_log, run, wpath
-from .kbuild import BOOT_ARGS, KMEMLEAK_FLAVOURS, build, run_checkpatch
-from .qemu import failure_message, run_guest
+from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
+from .qemu import BOOT_ARGS, failure_message, run_guest
 
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
 # What a sanitizer kernel prints when it really runs: a boot without it
@@ -108,7 +108,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     With `known` None every kernel report fails the boot.  For sanitizer
     kernels `known` is "base" or {signature: evidence} and the reports are
     judged by reports.judge() against `ext2_symbols`.  `flavour` adds its
-    boot arguments (kbuild.BOOT_ARGS) and, for kmemleak kernels, requires
+    boot arguments (qemu.BOOT_ARGS) and, for kmemleak kernels, requires
     the guest's leak scan to have run."""
     spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:

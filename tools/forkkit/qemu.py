@@ -77,6 +77,20 @@ def qemu_binary():
     return path
 
 
+# Kernel command line additions per config flavour (kept out of kbuild.py,
+# whose hash keys every stored image: they change how a kernel is booted,
+# not how it is built).  kasan_multi_shot: without it KASAN prints only
+# its first report, and a known one would hide the rest.  acpi=noirq:
+# under KASAN and TCG the ACPI interpreter needed ~30 s for the PCI
+# root's _PRT method, and when it passed ACPICA's 30 s loop limit
+# (AE_AML_LOOP_TIMEOUT, 7.3 base, 2026-12-04) the virtio disk got no
+# interrupt and the boot hung after "virtio_blk ... [vda]".  Without ACPI
+# interrupt routing the kernel takes the PCI interrupts from the BIOS's MP
+# table (CONFIG_X86_MPPARSE, base.config) and never runs the method.
+KASAN_BOOT_ARGS = "kasan_multi_shot acpi=noirq"
+BOOT_ARGS = {"kasan": KASAN_BOOT_ARGS, "kasan-inline": KASAN_BOOT_ARGS}
+
+
 # Deterministic virtual time: one TCG thread for all vCPUs, the guest clock
 # advanced by instruction counts (1 ns each), idle time skipped.  A guest's
 # timings then count the work it did, not the host's load.
