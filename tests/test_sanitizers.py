@@ -135,12 +135,13 @@ def test_kasan_boot_does_not_wait_for_the_acpi_interpreter(tmp_path):
     ~30 s of a KASAN guest's boot in the PCI root's _PRT method, and when
     that passed its 30 s loop limit (AE_AML_LOOP_TIMEOUT) the virtio disk
     had no interrupt and the boot hung (CHECKS.md).  The series head's
-    kasan smoke run must pass and reach /init within 20 s of guest time
-    (6.8 s measured with the argument, 29-35 s without)."""
+    kasan smoke run must pass and reach /init within 25 s of guest time
+    (6.8-13.6 s measured with the argument, 29-35 s without; guest time
+    under TCG stretches with the host's load)."""
     head = "series/%s" % kver("patches")
     p, row = check_one(head, "kasan", "smoke", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     console = Path(row["log"] + ".console").read_text(errors="replace")
     assert "acpi=noirq" in console and "AE_AML_LOOP_TIMEOUT" not in console
     m = re.search(r"^\[\s*([0-9.]+)\] Run /init as init process", console, re.M)
-    assert m and float(m.group(1)) < 20, m and m.group(0)
+    assert m and float(m.group(1)) < 25, m and m.group(0)

@@ -28,7 +28,8 @@ def add_arguments(p):
     p.add_argument("rev", nargs="?", help="revision to build and boot (default: series head)")
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
                    help="config flavour (default: base)")
-    p.add_argument("--kernel", help="boot this bzImage instead of building a revision")
+    p.add_argument("--kernel", help="boot this bzImage instead of building a revision "
+                                    "(--config still chooses the boot arguments)")
     p.add_argument("--disk", action="append", default=[],
                    help="raw disk image to attach (repeatable; /dev/vda, /dev/vdb, ...)")
     p.add_argument("--timeout", type=int, default=600,
