@@ -138,12 +138,12 @@ def main(args):
     chosen, excluded = fstests.select(tests, group, root["groups"], exclude)
     if not chosen:
         raise ForkError("every selected test is in ci/fstests/ext2.exclude: nothing to run")
+    patched = root["inputs"].get("fstests_patches", [])
     prog.say("%d tests (%s)%s; fstests %s at %s%s" % (
         len(chosen), "group " + group if group else "named",
         ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
-        root["fstests_commit"][:12], " + %d patches of ci/fstests/patches"
-        % len(root["inputs"]["fstests_patches"]) if root["inputs"].get("fstests_patches")
-        else ""))
+        root["fstests_commit"][:12],
+        " + %d patches of ci/fstests/patches" % len(patched) if patched else ""))
     # The series builds (build lock) while the base kernel boots (guest lock).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
@@ -156,7 +156,7 @@ def main(args):
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
             "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
             "root_key": root["key"], "suite": root["inputs"]["suite"],
-            "fstests_patches": root["inputs"].get("fstests_patches", []),
+            "fstests_patches": patched,
             "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
             "run_dir": rundir}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
