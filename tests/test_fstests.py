@@ -657,3 +657,93 @@ def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
     assert fsroot.cached("k2") is None                  # metadata of another key
     monkeypatch.setenv("FORK_FSTESTS_ROOTS", str(tmp_path / "mine"))
     assert fsroot.roots_dir() == str(tmp_path / "mine") and fsroot.cached("k1") is None
+
+
+# ------------------------------------------- --record: sittings across machines
+
+def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
+    """A sitting stops at the time limit; the next one runs on a machine
+    without work/ and asks each kernel only for what the record lacks."""
+    rec = tmp_path / "repo-fstests"
+    tests = ["generic/001", "generic/002", "generic/013"]
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
+                            "series-7.3.bzImage": {"generic/002": "notrun"}}
+    pipeline["stop_after"] = 1
+    assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 3
+    stores = sorted(p.name for p in rec.iterdir())
+    assert len(stores) == 2
+    for name in stores:
+        d = rec / name
+        kernel = json.loads((d / "kernel.json").read_text())
+        assert name.startswith(kernel["image_sha256"][:16])
+        assert kernel["fstests_commit"].startswith("63a29724")
+        assert list(json.loads((d / "tests.json").read_text())) == ["generic/001"]
+        boot = json.loads((d / "boots.json").read_text())[0]
+        assert boot["n"] == 1 and boot["console"] == "boot-1/console.log.xz"
+        assert (d / "boot-1" / "result.xml").read_text().count("<testcase") == 1
+        assert (d / "boot-1" / "e2fsck.txt").exists()
+        assert "FSTESTS-BEGIN" in subprocess.run(["xzcat", str(d / "boot-1" / "console.log.xz")],
+                                                 capture_output=True, text=True).stdout
+    shutil.rmtree(os.environ["FORK_WORKDIR"])          # a fresh machine
+    pipeline["stop_after"] = None
+    asked = len(pipeline["boots"])
+    capsys.readouterr()
+    assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 0
+    out = capsys.readouterr()
+    assert pipeline["boots"][asked:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
+                                         ("series-7.3.bzImage", ["generic/002", "generic/013"])]
+    assert "1 tests recorded in %s" % rec in out.err
+    report = json.loads(Path(re.search(r"results: (\S+)", out.out).group(1), "fstests.json")
+                        .read_text())
+    # every boot that gave the results, the recorded ones with their files
+    assert [(b["side"], b["n"]) for b in report["boots"]] == [
+        ("base", 1), ("base", 2), ("series", 1), ("series", 2)]
+    assert os.path.exists(report["boots"][0]["xunit"])
+    assert report["totals"]["base"] == {"pass": 2, "fail": 0, "notrun": 1, "seconds": 9}
+    assert "--record %s" % rec in report["meta"]["command"]
+    for name in stores:
+        assert sorted(json.loads((rec / name / "tests.json").read_text())) == tests
+        assert (rec / name / "boot-2" / "result.xml").exists()
+
+
+def test_record_of_another_root_is_kept_and_not_used(pipeline, tmp_path, monkeypatch):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    first = sorted(p.name for p in rec.iterdir())
+    root = fsroot.ensure_root(None, None)
+    monkeypatch.setattr(fsroot, "ensure_root", lambda prog, log: dict(
+        root, package_versions=["xfsprogs 6.1.0-1"]))     # debootstrap on another day
+    shutil.rmtree(os.environ["FORK_WORKDIR"])
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    assert len(pipeline["boots"]) == 4                  # both kernels ran again
+    now = sorted(p.name for p in rec.iterdir())
+    assert len(now) == 4 and set(first) < set(now)      # the old record is still there
+
+
+def test_record_that_names_another_kernel_is_refused(pipeline, tmp_path, capsys):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    kernel = next(rec.iterdir()) / "kernel.json"
+    meta = json.loads(kernel.read_text())
+    kernel.write_text(json.dumps(dict(meta, fstests_commit="0" * 40)))
+    capsys.readouterr()
+    assert run_main("generic/001", "--record", str(rec)) == 1
+    err = capsys.readouterr().err
+    assert "was recorded for another fstests commit" in err and "Traceback" not in err
+
+
+def test_record_must_be_a_directory(pipeline, tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert run_main("generic/001", "--record", str(f)) == 1
+    assert "--record %s is a file: name a directory" % f in capsys.readouterr().err
+
+
+def test_images_are_reproducible():
+    """The version string's #N is fixed (else it counts the links made in a
+    build directory, and two builds of one commit differ there)."""
+    env = kbuild.make_env()
+    assert env["KBUILD_BUILD_VERSION"] == "1"
+    assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_USER"] and env["KBUILD_BUILD_HOST"]

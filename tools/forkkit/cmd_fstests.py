@@ -34,6 +34,13 @@ Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
 Runs resume per test: the same command skips what already finished
 (``--fresh`` runs the selected tests again on both kernels).  The series
 kernel builds while the base kernel's guest runs.
+``--record DIR`` keeps each kernel's finished tests, boots, result.xml,
+e2fsck output and xz'd console in ``DIR/<image>-<root>-<packages>-<profile>/``
+after every boot, to commit: the same command on a fresh machine builds
+the same image (the kit's builds are reproducible), finds the record by
+that name and runs only what it lacks.  A record is only read for exactly
+that image, guest root (key and Debian package versions), fstests commit
+and patches, and profile.
 ``--time-limit S`` bounds the test time (builds not counted): check is
 stopped after its current test and the run ends with what finished.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
@@ -47,7 +54,7 @@ import shutil
 import threading
 import time
 
-from . import fsroot, fstests
+from . import fsrecord, fsroot, fstests
 from .common import (ForkError, Progress, check_output_path, ensure_dir, new_log, rev_parse,
                      run, which, wpath)
 from .kbuild import build
@@ -77,6 +84,10 @@ def add_arguments(p):
                         "rerun the same command to continue")
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
+    p.add_argument("--record", metavar="DIR",
+                   help="keep each kernel's finished tests in DIR/<kernel store>/ (a directory "
+                        "to commit) and continue from what DIR holds: sittings on other "
+                        "machines resume there")
     p.add_argument("--json", help="also write the JSON of every test to this file")
     p.add_argument("--markdown", help="also write the markdown table to this file")
 
@@ -106,6 +117,8 @@ def repeat_command(args, revs, tests, group):
         parts += ["--group", group]
     if args.time_limit:
         parts += ["--time-limit", str(args.time_limit)]
+    if args.record:
+        parts += ["--record", args.record]
     parts += tests
     cmd = " ".join(shlex.quote(p) for p in parts)
     if os.environ.get("FORK_FSTESTS_URL"):
@@ -126,6 +139,9 @@ def main(args):
     for path, what in ((args.json, "JSON file"), (args.markdown, "markdown file")):
         if path:
             check_output_path(path, what)
+    if args.record and os.path.exists(args.record) and not os.path.isdir(args.record):
+        raise ForkError("--record %s is a file: name a directory (it is created if missing)"
+                        % args.record)
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
@@ -148,6 +164,9 @@ def main(args):
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
     profile_key = hashlib.sha256(fstests.profile_text().encode()).hexdigest()[:8]
+    packages = fsrecord.packages_key(root)
+    identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
+                "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
     stores = {}
     run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
                                        " ".join(chosen)]).encode()).hexdigest()[:16]
@@ -156,7 +175,7 @@ def main(args):
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
             "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
             "root_key": root["key"], "suite": root["inputs"]["suite"],
-            "fstests_patches": patched,
+            "fstests_patches": patched, "record": args.record, "root_packages": packages,
             "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
             "run_dir": rundir}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
@@ -176,10 +195,18 @@ def main(args):
                           "image_sha256": img.image_sha256, "version": img.version}
             # results are kept per kernel image (and root and profile): a base
             # run serves every series compared with it
-            store = stores[side] = ensure_dir(wpath("fstests", "kernels", "%s-%s-%s" % (
-                img.image_sha256[:16], root["key"], profile_key)))
+            name = "%s-%s-%s-%s" % (img.image_sha256[:16], root["key"], packages, profile_key)
+            store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
+            bpath = os.path.join(store, "boots.json")
             results[side] = fstests.read_json(rpath, {})
+            ident = dict(identity, image_sha256=img.image_sha256, rev=revs[n],
+                         commit=commits[n], tree=getattr(img, "tree", None),
+                         version=img.version)
+            recdir = os.path.join(args.record, name) if args.record else None
+            if recdir:
+                results[side] = merge_record(recdir, ident, results[side], rpath, bpath,
+                                             side, prog)
             if args.fresh:
                 results[side] = {t: r for t, r in results[side].items() if t not in chosen}
                 fstests.write_json(rpath, results[side])
@@ -196,11 +223,15 @@ def main(args):
                     budget = NO_LIMIT
                 done_before = len(results[side])
                 info = boot(side, img.image, todo, budget, store, root, prog,
-                            len(chosen) - len(todo), len(chosen))
+                            len(chosen) - len(todo), len(chosen),
+                            next_boot(store, fstests.read_json(bpath, [])))
                 results[side].update(info.pop("records"))
                 fstests.write_json(rpath, results[side])
-                bpath = os.path.join(store, "boots.json")
                 fstests.write_json(bpath, fstests.read_json(bpath, []) + [info])
+                if recdir:
+                    fsrecord.save(recdir, ident, results[side], fstests.read_json(bpath, []))
+                    prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
+                                                                recdir))
                 if info["limit"]:
                     break
                 if len(results[side]) == done_before:
@@ -316,10 +347,46 @@ class Follower(threading.Thread):
                 self.side))
 
 
-def boot(side, kernel, tests, budget, store, root, prog, done, total):
+def next_boot(store, boots):
+    """The number of the next boot of this kernel: after every boot in
+    boots.json (recorded ones included) and every boot-<n> directory."""
+    used = [b["n"] for b in boots]
+    for d in os.listdir(store):
+        if d.startswith("boot-") and d[5:].isdigit():
+            used.append(int(d[5:]))
+    return max(used, default=0) + 1
+
+
+def merge_record(recdir, ident, results, rpath, bpath, side, prog):
+    """Add what recdir holds for this kernel to its store (tests.json and
+    boots.json); tests finished here win.  Returns the merged results."""
+    rec_tests, rec_boots = fsrecord.load(recdir, ident)
+    boots = fstests.read_json(bpath, [])
+    have = {b["n"]: b for b in boots}
+    added = 0
+    for b in rec_boots:
+        mine = have.get(b["n"])
+        if mine is None:
+            boots.append(b)
+            added += 1
+        elif sorted(mine.get("tests", [])) != sorted(b.get("tests", [])):
+            raise ForkError("boot %d of the %s kernel in %s is not the boot %d in %s: move "
+                            "one of them away" % (b["n"], side, recdir, b["n"],
+                                                  os.path.dirname(bpath)))
+    new = {t: r for t, r in rec_tests.items() if t not in results}
+    if added or new:
+        results = dict(new, **results)
+        fstests.write_json(rpath, results)
+        fstests.write_json(bpath, sorted(boots, key=lambda b: b["n"]))
+    if rec_tests:
+        prog.say("%s: %d tests recorded in %s (%d of them not in this machine's store)"
+                 % (side, len(rec_tests), recdir, len(new)))
+    return results
+
+
+def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
     """One guest run of `tests` on `kernel`; returns the boot's record.
     Its console log, results tree and e2fsck output go to store/boot-<n>."""
-    n = len([d for d in os.listdir(store) if d.startswith("boot-")]) + 1
     bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
     disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
     try:

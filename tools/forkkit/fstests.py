@@ -344,10 +344,14 @@ def markdown(meta, rows, excluded):
     out += ["- fstests: %s at %s%s" % (meta["fstests_url"], meta["fstests_commit"],
                                        " + ci/fstests/patches: %s" % ", ".join(patched)
                                        if patched else ""),
-            "- guest root: %s (Debian %s)" % (meta["root_key"], meta["suite"]),
+            "- guest root: %s (Debian %s%s)" % (meta["root_key"], meta["suite"],
+                                                ", package versions %s" % meta["root_packages"]
+                                                if meta.get("root_packages") else ""),
             "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
             % (meta["selection"], len(rows), len(excluded)),
             "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a"),
+            ] + (["- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
+                  "boots.json, boot-N/)" % meta["record"]] if meta.get("record") else []) + [
             "- reproduce: `%s`" % meta["command"], "",
             "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |",
             "| base | %d | %d | %d | %ds |" % (tb["pass"], tb["fail"], tb["notrun"],

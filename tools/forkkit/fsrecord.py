@@ -1,0 +1,125 @@
+"""fstests results kept in the repository (``fstests --record DIR``).
+
+A quick-group run takes hours per kernel under TCG, longer than a session
+on a machine that may be fresh next time: the run is done in sittings, and
+each sitting's per-test results must outlive the machine's work/.  With
+--record DIR, after every boot the kit writes what that kernel has
+finished into DIR/<store>/, a directory to commit:
+
+    kernel.json   what produced the results: the image's full sha256, the
+                  commit, tree and kernel version, the guest root's key and
+                  the hash of its Debian package versions, the fstests
+                  commit and patches, the profile
+    tests.json    every finished test: status, seconds, message
+    boots.json    every boot: tests asked and done, e2fsck of both disks,
+                  kernel reports, time
+    boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
+
+<store> is the name of the kit's own store for that kernel
+(<image sha256[:16]>-<root key>-<root packages>-<profile>).  The next
+sitting, here or on a fresh machine, builds the same commit and gets the
+same image (kbuild's builds are reproducible: fixed timestamp, user, host
+and build number), finds the record by that name and runs only what is
+missing.  Another image, another root or other package versions give
+another name: nothing recorded for something else is reused.
+"""
+
+import hashlib
+import json
+import lzma
+import os
+import shutil
+
+from .common import ForkError, ensure_dir
+
+# kernel.json keys that must match for a record to be read as this kernel's
+IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
+            "fstests_patches")
+PATH_KEYS = ("dir", "console", "xunit")
+
+
+def packages_key(root):
+    """8 hex digits of the root's Debian package versions (debootstrap of the
+    same inputs on another day may install other versions)."""
+    versions = "\n".join(sorted(root.get("package_versions") or []))
+    return hashlib.sha256(versions.encode()).hexdigest()[:8]
+
+
+def _write(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def _read(path, default):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as exc:
+        raise ForkError("cannot read %s (%s): restore it from git (git checkout -- %s)"
+                        % (path, exc, path))
+
+
+def load(recdir, identity):
+    """(tests, boots) recorded in recdir for this kernel, ({}, []) if none.
+    Boot paths come back joined to recdir; each boot has "recorded": True."""
+    meta = _read(os.path.join(recdir, "kernel.json"), None)
+    if meta is None:
+        return {}, []
+    for key in IDENTITY:
+        if meta.get(key) != identity.get(key):
+            raise ForkError("%s/kernel.json was recorded for another %s (%s, this run: %s): "
+                            "record this run elsewhere (--record)"
+                            % (recdir, key.replace("_", " "), meta.get(key), identity.get(key)))
+    tests = _read(os.path.join(recdir, "tests.json"), {})
+    boots = []
+    for b in _read(os.path.join(recdir, "boots.json"), []):
+        b = dict(b, recorded=True)
+        for k in PATH_KEYS:
+            if b.get(k):
+                b[k] = os.path.join(recdir, b[k])
+        boots.append(b)
+    return tests, boots
+
+
+def _xz(src, dest):
+    with open(src, "rb") as fh, lzma.open(dest + ".tmp", "wb") as out:
+        shutil.copyfileobj(fh, out)
+    os.replace(dest + ".tmp", dest)
+
+
+def save(recdir, identity, tests, boots):
+    """Write the record of this kernel: identity, tests, and every boot; the
+    artifacts of boots not yet in recdir are copied (the console xz'd)."""
+    ensure_dir(recdir)
+    out = []
+    for b in sorted(boots, key=lambda b: b["n"]):
+        recorded = b.get("recorded")
+        b = {k: v for k, v in b.items() if k != "recorded"}
+        name = "boot-%d" % b["n"]
+        dest = os.path.join(recdir, name)
+        if not recorded:
+            ensure_dir(dest)
+            xz = os.path.join(dest, "console.log.xz")
+            if b.get("console") and os.path.exists(b["console"]) and not os.path.exists(xz):
+                _xz(b["console"], os.path.join(dest, "console.log.xz"))
+            if b.get("xunit") and os.path.exists(b["xunit"]):
+                shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
+            fsck = os.path.join(b["dir"], "e2fsck.txt")
+            if os.path.exists(fsck):
+                shutil.copy(fsck, os.path.join(dest, "e2fsck.txt"))
+            b["dir"] = name
+            b["console"] = name + "/console.log.xz" if b.get("console") else None
+            b["xunit"] = name + "/result.xml" if b.get("xunit") else None
+        else:
+            for k in PATH_KEYS:
+                if b.get(k):
+                    b[k] = os.path.relpath(b[k], recdir)
+        out.append(b)
+    _write(os.path.join(recdir, "kernel.json"), identity)
+    _write(os.path.join(recdir, "tests.json"), tests)
+    _write(os.path.join(recdir, "boots.json"), out)
