@@ -448,7 +448,7 @@ def pipeline(tmp_path, monkeypatch, repo):
     monkeypatch.setattr(fsroot, "ensure_root", lambda prog, log: {
         "image": str(root_img), "key": "rootkey", "fstests_url": "/b/xfstests.bundle",
         "fstests_commit": "63a29724a85f1999e49bf0a9bf0d22643b6116e5", "groups": GROUPS,
-        "inputs": {"suite": "bookworm"}})
+        "inputs": {"suite": "bookworm"}, "package_versions": ["bash 5.2.15-2+b9"]})
     monkeypatch.setattr(cmd_fstests, "Series", lambda path: types.SimpleNamespace(
         distro_branch="distro/7.3", head_branch="series/7.3"))
     monkeypatch.setattr(cmd_fstests, "rev_parse", lambda rev: (rev.replace("/", "") * 10)[:40])
@@ -462,6 +462,9 @@ def pipeline(tmp_path, monkeypatch, repo):
     def fake_guest(kernel, script, disks, timeout, prog, log, label):
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
         state["boots"].append((os.path.basename(kernel), tests))
+        nth = sum(1 for k, _ in state["boots"] if k == os.path.basename(kernel))
+        if state.get("crash") in (os.path.basename(kernel), (os.path.basename(kernel), nth)):
+            raise ForkError("QEMU died (test)")
         outcome = state["outcomes"][os.path.basename(kernel)]
         cases, console = [], ["FSTESTS-BEGIN"]
         for n, t in enumerate(tests):
@@ -469,12 +472,16 @@ def pipeline(tmp_path, monkeypatch, repo):
                 console.append("FSTESTS-TIME-LIMIT")
                 break
             st = outcome.get(t, "pass")
+            if t == state.get("die_at"):            # the guest dies in this test
+                console.append("run fstests %s at now" % t)
+                break
             console += ["run fstests %s at now" % t, "%s 3s ...  3s" % t]
             body = {"pass": "", "notrun": "<skipped message=\"no\"/>",
                     "fail": "<failure message=\"output mismatch\" type=\"TestFail\"/>"}[st]
             cases.append('<testcase classname="xfstests.global" name="%s" time="3">%s'
                          '</testcase>' % (t, body))
-        console.append("FSTESTS-END check-exit=0")
+        if console[-1] != "run fstests %s at now" % state.get("die_at"):
+            console.append("FSTESTS-END check-exit=0")
         xml = Path(log).parent / "x.xml"
         xml.write_text('<?xml version="1.0"?><testsuite>%s</testsuite>' % "".join(cases))
         # as the guest does: fstests' results tree on the results disk
@@ -747,3 +754,95 @@ def test_images_are_reproducible():
     env = kbuild.make_env()
     assert env["KBUILD_BUILD_VERSION"] == "1"
     assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_USER"] and env["KBUILD_BUILD_HOST"]
+
+
+def test_record_is_written_after_every_boot(pipeline, tmp_path, capsys):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["crash"] = "series-7.3.bzImage"
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 1
+    assert "QEMU died (test)" in capsys.readouterr().err
+    recorded = {json.loads((d / "kernel.json").read_text())["rev"]:
+                json.loads((d / "tests.json").read_text()) for d in rec.iterdir()}
+    assert list(recorded) == ["distro/7.3"]
+    assert sorted(recorded["distro/7.3"]) == ["generic/001", "generic/002"]
+
+
+@pytest.mark.parametrize("key", ["image_sha256", "root_key", "root_packages", "profile",
+                                 "fstests_commit", "fstests_patches"])
+def test_record_identity_is_checked(pipeline, tmp_path, capsys, key):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    for d in rec.iterdir():
+        meta = json.loads((d / "kernel.json").read_text())
+        (d / "kernel.json").write_text(json.dumps(dict(meta, **{key: "other"})))
+    shutil.rmtree(os.environ["FORK_WORKDIR"])
+    capsys.readouterr()
+    assert run_main("generic/001", "--record", str(rec)) == 1
+    err = capsys.readouterr().err
+    assert "was recorded for another %s (other" % key.replace("_", " ") in err
+    assert "Traceback" not in err
+    assert len([line for line in err.splitlines() if not line.startswith("[")]) == 1
+
+
+def test_record_fresh_forgets_the_recorded_tests_too(pipeline, tmp_path):
+    """--fresh with --record: the record loses the selected tests at once, so
+    a sitting that ends before its first boot cannot bring them back."""
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
+    pipeline["stop_after"] = 0                      # the limit before any test
+    assert run_main("generic/001", "--fresh", "--record", str(rec)) == 3
+    for d in rec.iterdir():
+        assert list(json.loads((d / "tests.json").read_text())) == ["generic/002"]
+    pipeline["stop_after"] = None
+    shutil.rmtree(os.environ["FORK_WORKDIR"])
+    asked = len(pipeline["boots"])
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
+    assert pipeline["boots"][asked:] == [("distro-7.3.bzImage", ["generic/001"]),
+                                         ("series-7.3.bzImage", ["generic/001"])]
+
+
+def test_record_and_store_with_other_boots_of_one_number_are_refused(pipeline, tmp_path,
+                                                                      capsys):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    for d in rec.iterdir():                         # another machine's boot 1
+        boots = json.loads((d / "boots.json").read_text())
+        boots[0]["id"] = "0123456789abcdef"
+        (d / "boots.json").write_text(json.dumps(boots))
+    capsys.readouterr()
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 1
+    assert "move one of them away" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,text", [("tests.json", "[]"), ("boots.json", '[{"x": 1}]'),
+                                       ("kernel.json", "[]"), ("tests.json", "{")])
+def test_malformed_record_is_one_line(pipeline, tmp_path, capsys, name, text):
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    for d in rec.iterdir():
+        (d / name).write_text(text)
+    capsys.readouterr()
+    assert run_main("generic/001", "--record", str(rec)) == 1
+    err = capsys.readouterr().err
+    assert "restore it from git" in err and "Traceback" not in err
+    assert len([line for line in err.splitlines() if not line.startswith("[")]) == 1
+
+
+def test_record_keeps_each_boot_before_the_next(pipeline, tmp_path, capsys):
+    """The guest dies in generic/002 (recorded as a failure), the next boot
+    of the same kernel crashes: the record still has the first boot."""
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["die_at"] = "generic/002"
+    pipeline["crash"] = ("distro-7.3.bzImage", 2)
+    assert run_main("generic/001", "generic/002", "generic/013", "--record", str(rec)) == 1
+    (d,) = list(rec.iterdir())
+    tests = json.loads((d / "tests.json").read_text())
+    assert tests["generic/001"]["status"] == "pass"
+    assert tests["generic/002"]["status"] == "fail" and "died" in tests["generic/002"]["message"]
+    assert [b["n"] for b in json.loads((d / "boots.json").read_text())] == [1]

@@ -26,7 +26,7 @@ boot the host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
 Results are kept per kernel image (with the root and the profile) in
-``work/fstests/kernels/<image>-<root>-<profile>/``: ``tests.json`` and per
+``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``: ``tests.json`` and per
 boot the console log, fstests' results tree (``result.xml``) and the e2fsck
 output; so a base kernel's results serve every series compared with it.
 Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
@@ -53,6 +53,7 @@ import shlex
 import shutil
 import threading
 import time
+import uuid
 
 from . import fsrecord, fsroot, fstests
 from .common import (ForkError, Progress, check_output_path, ensure_dir, new_log, rev_parse,
@@ -210,6 +211,8 @@ def main(args):
             if args.fresh:
                 results[side] = {t: r for t, r in results[side].items() if t not in chosen}
                 fstests.write_json(rpath, results[side])
+                if recdir:      # else the next sitting would take them back
+                    fsrecord.save(recdir, ident, results[side], fstests.read_json(bpath, []))
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -224,7 +227,8 @@ def main(args):
                 done_before = len(results[side])
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
-                            next_boot(store, fstests.read_json(bpath, [])))
+                            next_boot(store, fstests.read_json(bpath, []), recdir))
+                info["commit"] = commits[n]
                 results[side].update(info.pop("records"))
                 fstests.write_json(rpath, results[side])
                 fstests.write_json(bpath, fstests.read_json(bpath, []) + [info])
@@ -347,13 +351,13 @@ class Follower(threading.Thread):
                 self.side))
 
 
-def next_boot(store, boots):
+def next_boot(store, boots, recdir=None):
     """The number of the next boot of this kernel: after every boot in
-    boots.json (recorded ones included) and every boot-<n> directory."""
-    used = [b["n"] for b in boots]
-    for d in os.listdir(store):
-        if d.startswith("boot-") and d[5:].isdigit():
-            used.append(int(d[5:]))
+    boots.json (recorded ones included) and every boot-<n> directory of the
+    store and of the record."""
+    used = [b["n"] for b in boots] + fsrecord.boot_dirs(store)
+    if recdir:
+        used += fsrecord.boot_dirs(recdir)
     return max(used, default=0) + 1
 
 
@@ -369,7 +373,7 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
         if mine is None:
             boots.append(b)
             added += 1
-        elif sorted(mine.get("tests", [])) != sorted(b.get("tests", [])):
+        elif mine.get("id") != b.get("id"):
             raise ForkError("boot %d of the %s kernel in %s is not the boot %d in %s: move "
                             "one of them away" % (b["n"], side, recdir, b["n"],
                                                   os.path.dirname(bpath)))
@@ -443,7 +447,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
              % (side, n, len(records), ", ".join("%d %s" % (counts[s], s)
                                                 for s in fstests.STATUSES),
                 res.seconds, fsck["test"], fsck["scratch"]))
-    return {"side": side, "n": n, "dir": bdir, "console": log, "seconds": round(res.seconds),
+    return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "xunit": xml if os.path.exists(xml) else None, "records": records}

@@ -41,8 +41,11 @@ PATH_KEYS = ("dir", "console", "xunit")
 def packages_key(root):
     """8 hex digits of the root's Debian package versions (debootstrap of the
     same inputs on another day may install other versions)."""
-    versions = "\n".join(sorted(root.get("package_versions") or []))
-    return hashlib.sha256(versions.encode()).hexdigest()[:8]
+    versions = root.get("package_versions")
+    if not versions:
+        raise ForkError("the fstests root %s names no package versions: remove it from %s and "
+                        "run again to make it anew" % (root.get("key"), root.get("image")))
+    return hashlib.sha256("\n".join(sorted(versions)).encode()).hexdigest()[:8]
 
 
 def _write(path, data):
@@ -53,31 +56,50 @@ def _write(path, data):
     os.replace(tmp, path)
 
 
-def _read(path, default):
+def _read(path, default, kind):
+    """JSON of `kind` (dict or list) from path; default if there is none."""
     try:
         with open(path) as fh:
-            return json.load(fh)
+            data = json.load(fh)
     except FileNotFoundError:
         return default
     except (OSError, ValueError) as exc:
         raise ForkError("cannot read %s (%s): restore it from git (git checkout -- %s)"
                         % (path, exc, path))
+    if not isinstance(data, kind) or (kind is list and not all(
+            isinstance(b, dict) and isinstance(b.get("n"), int) for b in data)):
+        raise ForkError("%s is not a record the kit wrote: restore it from git (git checkout "
+                        "-- %s)" % (path, path))
+    return data
+
+
+def boot_dirs(recdir):
+    """Numbers of the boot-<n> directories in recdir."""
+    try:
+        names = os.listdir(recdir)
+    except FileNotFoundError:
+        return []
+    return [int(d[5:]) for d in names if d.startswith("boot-") and d[5:].isdigit()]
 
 
 def load(recdir, identity):
     """(tests, boots) recorded in recdir for this kernel, ({}, []) if none.
-    Boot paths come back joined to recdir; each boot has "recorded": True."""
-    meta = _read(os.path.join(recdir, "kernel.json"), None)
+    Boot paths come back absolute; each boot has "recorded": True."""
+    recdir = os.path.abspath(recdir)
+    meta = _read(os.path.join(recdir, "kernel.json"), None, dict)
     if meta is None:
+        if os.path.isdir(recdir) and os.listdir(recdir):
+            raise ForkError("%s has no kernel.json: it is not a record of this kernel; restore "
+                            "it from git or move it away" % recdir)
         return {}, []
     for key in IDENTITY:
         if meta.get(key) != identity.get(key):
             raise ForkError("%s/kernel.json was recorded for another %s (%s, this run: %s): "
                             "record this run elsewhere (--record)"
                             % (recdir, key.replace("_", " "), meta.get(key), identity.get(key)))
-    tests = _read(os.path.join(recdir, "tests.json"), {})
+    tests = _read(os.path.join(recdir, "tests.json"), {}, dict)
     boots = []
-    for b in _read(os.path.join(recdir, "boots.json"), []):
+    for b in _read(os.path.join(recdir, "boots.json"), [], list):
         b = dict(b, recorded=True)
         for k in PATH_KEYS:
             if b.get(k):
@@ -93,33 +115,40 @@ def _xz(src, dest):
 
 
 def save(recdir, identity, tests, boots):
-    """Write the record of this kernel: identity, tests, and every boot; the
-    artifacts of boots not yet in recdir are copied (the console xz'd)."""
+    """Write the record of this kernel: identity, boots, tests.  The files
+    of a boot made here are copied into boot-<n>/ (the console xz'd); a
+    boot-<n> that the record holds for another boot is refused."""
+    recdir = os.path.abspath(recdir)
     ensure_dir(recdir)
+    on_disk = {}
+    if os.path.exists(os.path.join(recdir, "kernel.json")):
+        on_disk = {b["n"]: b for b in _read(os.path.join(recdir, "boots.json"), [], list)}
     out = []
     for b in sorted(boots, key=lambda b: b["n"]):
         recorded = b.get("recorded")
         b = {k: v for k, v in b.items() if k != "recorded"}
         name = "boot-%d" % b["n"]
         dest = os.path.join(recdir, name)
-        if not recorded:
+        there = on_disk.get(b["n"])
+        if there is not None and there.get("id") != b.get("id"):
+            raise ForkError("%s holds another boot (id %s) than this machine's boot %d (id %s): "
+                            "move one of them away" % (dest, there.get("id"), b["n"], b.get("id")))
+        if not recorded and there is None:
+            if os.path.exists(dest):
+                raise ForkError("%s exists but %s/boots.json does not list it (a sitting "
+                                "killed while saving?): move it away" % (dest, recdir))
             ensure_dir(dest)
-            xz = os.path.join(dest, "console.log.xz")
-            if b.get("console") and os.path.exists(b["console"]) and not os.path.exists(xz):
+            if b.get("console") and os.path.exists(b["console"]):
                 _xz(b["console"], os.path.join(dest, "console.log.xz"))
             if b.get("xunit") and os.path.exists(b["xunit"]):
                 shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
             fsck = os.path.join(b["dir"], "e2fsck.txt")
             if os.path.exists(fsck):
                 shutil.copy(fsck, os.path.join(dest, "e2fsck.txt"))
-            b["dir"] = name
-            b["console"] = name + "/console.log.xz" if b.get("console") else None
-            b["xunit"] = name + "/result.xml" if b.get("xunit") else None
-        else:
-            for k in PATH_KEYS:
-                if b.get(k):
-                    b[k] = os.path.relpath(b[k], recdir)
+        b["dir"] = name
+        b["console"] = name + "/console.log.xz" if b.get("console") else None
+        b["xunit"] = name + "/result.xml" if b.get("xunit") else None
         out.append(b)
     _write(os.path.join(recdir, "kernel.json"), identity)
-    _write(os.path.join(recdir, "tests.json"), tests)
     _write(os.path.join(recdir, "boots.json"), out)
+    _write(os.path.join(recdir, "tests.json"), tests)

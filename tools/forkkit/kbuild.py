@@ -413,7 +413,9 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
         prog.say("building %s (%s) flavour %s in %s (log: %s)"
                  % (rev, commit[:12], flavour, bdir, log))
         config_key = configure(src, bdir, flavour, commit, log, prog)
-        built_key = tree + " " + config_key
+        # the kit's build code is part of what made the image (make's
+        # environment: a stamp of an older kit rebuilds)
+        built_key = tree + " " + config_key + " " + build_key()
         ipath = index_path(tree, flavour, config_key)
         entry = None if force else read_index(ipath)
         image = os.path.join(bdir, "arch", "x86", "boot", "bzImage")
