@@ -708,6 +708,9 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     assert os.path.exists(report["boots"][0]["xunit"])
     assert report["totals"]["base"] == {"pass": 2, "fail": 0, "notrun": 1, "seconds": 9}
     assert "--record %s" % rec in report["meta"]["command"]
+    md = Path(report["meta"]["run_dir"], "fstests.md").read_text()
+    assert "- results recorded in `%s/<kernel>/`" % rec in md
+    assert "package versions %s" % report["meta"]["root_packages"] in md
     for name in stores:
         assert sorted(json.loads((rec / name / "tests.json").read_text())) == tests
         assert (rec / name / "boot-2" / "result.xml").exists()

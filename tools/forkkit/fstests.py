@@ -349,10 +349,11 @@ def markdown(meta, rows, excluded):
                                                 if meta.get("root_packages") else ""),
             "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
             % (meta["selection"], len(rows), len(excluded)),
-            "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a"),
-            ] + (["- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
-                  "boots.json, boot-N/)" % meta["record"]] if meta.get("record") else []) + [
-            "- reproduce: `%s`" % meta["command"], "",
+            "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a")]
+    if meta.get("record"):
+        out.append("- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
+                   "boots.json, boot-N/)" % meta["record"])
+    out += ["- reproduce: `%s`" % meta["command"], "",
             "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |",
             "| base | %d | %d | %d | %ds |" % (tb["pass"], tb["fail"], tb["notrun"],
                                                tb["seconds"]),

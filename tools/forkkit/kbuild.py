@@ -145,8 +145,9 @@ def assert_config(bdir, src, opts, flavour):
 
 
 def make_env():
-    # Reproducible images: the same tree, config and toolchain give the same
-    # bzImage on any machine and in any build directory.  Without a fixed
+    # Reproducible images: the same tree, config, toolchain and paths give
+    # the same bzImage in any build directory, so a fresh machine set up the
+    # same way rebuilds the same image.  Without a fixed
     # KBUILD_BUILD_VERSION the "#N" of the version string counts the links
     # made in that build directory (measured: two builds of one commit
     # differed only there).  fstests --record relies on this.
