@@ -31,6 +31,7 @@ import os
 import shutil
 
 from .common import ForkError, ensure_dir
+from .fstests import write_json
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
@@ -46,14 +47,6 @@ def packages_key(root):
         raise ForkError("the fstests root %s names no package versions: remove it from %s and "
                         "run again to make it anew" % (root.get("key"), root.get("image")))
     return hashlib.sha256("\n".join(sorted(versions)).encode()).hexdigest()[:8]
-
-
-def _write(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
 
 
 def _read(path, default, kind):
@@ -149,6 +142,6 @@ def save(recdir, identity, tests, boots):
         b["console"] = name + "/console.log.xz" if b.get("console") else None
         b["xunit"] = name + "/result.xml" if b.get("xunit") else None
         out.append(b)
-    _write(os.path.join(recdir, "kernel.json"), identity)
-    _write(os.path.join(recdir, "boots.json"), out)
-    _write(os.path.join(recdir, "tests.json"), tests)
+    write_json(os.path.join(recdir, "kernel.json"), identity)
+    write_json(os.path.join(recdir, "boots.json"), out)
+    write_json(os.path.join(recdir, "tests.json"), tests)

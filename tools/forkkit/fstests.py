@@ -376,6 +376,7 @@ def write_json(path, data):
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(data, fh, indent=1, sort_keys=True)
+        fh.write("\n")
     os.replace(tmp, path)
 
 
