@@ -87,3 +87,59 @@ def test_save_from_revision(kit):
     assert (kit.repo / "patches" / "series").read_text() == "0001-ext2-make-balloc-faster.patch\n"
     assert not (kit.repo / "patches" / "0002-ext2-scale-inode-allocation.patch").exists()
     assert kit.rev("refs/heads/series/9.9") == kit.rev("refs/heads/topic/ext2-make-balloc-faster")
+
+
+def test_save_keeps_topic_names_of_reworded_patches(kit):
+    """A reworded patch keeps its topic name from the series file, matched by
+    the files it changes, also when a new patch goes in before it; the new
+    patch is named from its file name, and save says both."""
+    kit.laid_out()
+    patches = kit.repo / "patches"
+    first, second = sorted(p.name for p in patches.glob("*.patch"))
+    (patches / "series").write_text("%s balloc\n%s inodes\n" % (first, second))
+    kit.commit_repo("topic names")
+    assert kit.fork("branches").rc == 0
+    old = [kit.rev("refs/heads/topic/balloc"), kit.rev("refs/heads/topic/inodes")]
+    kit.git("checkout", "-q", "--detach", "distro/9.9")
+    kconfig = kit.ktree / "fs/ext2/Kconfig"
+    kconfig.write_text(kconfig.read_text() + "# a prerequisite\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: a prerequisite fix\n\nSigned-off-by: A <a@b.c>")
+    kit.git("cherry-pick", old[0], old[1])
+    kit.git("commit", "-q", "--amend", "-m",
+            "ext2: per-group inode locks\n\nReworded.\n\nSigned-off-by: A U Thor <author@example.org>")
+    kit.git("branch", "-f", "series/9.9", "HEAD")
+    kit.git("checkout", "-q", "series/9.9")
+    res = kit.fork("save")
+    assert res.rc == 0, res
+    assert (patches / "series").read_text() == (
+        "0001-ext2-a-prerequisite-fix.patch\n"
+        "0002-ext2-make-balloc-faster.patch balloc\n"
+        "0003-ext2-per-group-inode-locks.patch inodes\n")
+    assert "0003-ext2-per-group-inode-locks.patch keeps the topic name inodes" in res.err
+    assert "0001-ext2-a-prerequisite-fix.patch is new to the series" in res.err
+    head = kit.rev("refs/heads/series/9.9")
+    assert kit.rev("refs/heads/topic/inodes") == head
+    assert kit.git("log", "-1", "--format=%s", "topic/inodes") == "ext2: per-group inode locks"
+    assert kit.git("branch", "--list", "topic/ext2-per-group-inode-locks") == ""
+
+
+def test_save_does_not_guess_a_topic_name_between_equal_matches(kit):
+    """Two reworded patches that change the same file: no name is guessed."""
+    kit.laid_out()
+    patches = kit.repo / "patches"
+    first, second = sorted(p.name for p in patches.glob("*.patch"))
+    (patches / "series").write_text("%s balloc\n%s inodes\n" % (first, second))
+    kit.commit_repo("topic names")
+    assert kit.fork("branches").rc == 0
+    kit.git("checkout", "-q", "--detach", "distro/9.9")
+    for n in (1, 2):
+        f = kit.ktree / "fs/ext2/Kconfig"
+        f.write_text(f.read_text() + "# change %d\n" % n)
+        kit.git("commit", "-q", "-a", "-m", "ext2: change %d\n\nSigned-off-by: A <a@b.c>" % n)
+    kit.git("branch", "-f", "series/9.9", "HEAD")
+    kit.git("checkout", "-q", "series/9.9")
+    res = kit.fork("save")
+    assert res.rc == 0, res
+    assert (patches / "series").read_text() == \
+        "0001-ext2-change-1.patch\n0002-ext2-change-2.patch\n"
+    assert res.err.count("is new to the series") == 2

@@ -43,6 +43,59 @@ def format_patches(base, head, outdir):
     return sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
 
 
+def patch_files(path):
+    """The set of paths a patch file changes (from its diff --git lines)."""
+    files = set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.startswith("diff --git "):
+                files.update(w[2:] for w in line.split()[2:4])
+    return files
+
+
+def keep_topic_names(series, old_info, names, prog):
+    """The series file's topic names for the saved patch files NAMES.
+
+    OLD_INFO maps each old patch path to its (subject, changed files), read
+    before save rewrote the files.  A patch keeps its topic name when its
+    subject is unchanged.  A patch whose subject changed keeps the name of
+    the old patch, itself without a subject match, that changes the same
+    files (else the most of them) when exactly one old patch fits; save
+    says which name it kept, and that a new patch without one gets its
+    name from its file name.
+    """
+    new_subjects = {n: patch_subject(os.path.join(series.path, n)) for n in names}
+    by_subject = {subj: path for path, (subj, _) in old_info.items()}
+    kept = {}
+    for n, subj in new_subjects.items():
+        if subj in by_subject and by_subject[subj] in series.names:
+            kept[n] = series.names[by_subject[subj]]
+    orphans = {path: files for path, (subj, files) in old_info.items()
+               if path in series.names and subj not in new_subjects.values()}
+    for n in names:
+        if n in kept or new_subjects[n] in by_subject:
+            continue
+        files = patch_files(os.path.join(series.path, n))
+        exact = [p for p, f in orphans.items() if f == files]
+        scored = sorted(((len(files & f), p) for p, f in orphans.items() if files & f),
+                        reverse=True)
+        pick = None
+        if len(exact) == 1:
+            pick = exact[0]
+        elif not exact and scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
+            pick = scored[0][1]
+        if pick is not None:
+            kept[n] = series.names[pick]
+            del orphans[pick]
+            prog.say("%s keeps the topic name %s: its subject changed, and it changes "
+                     "the files of %s" % (n, kept[n], os.path.basename(pick)))
+        else:
+            prog.say("%s is new to the series: its topic branch is %s%s; to name it "
+                     "otherwise, add the name as a second word on its line in %s/series"
+                     % (n, series.topic_prefix, series_mod.topic_name(n), series.rel))
+    return kept
+
+
 def save(series, rev=None):
     prog = Progress("save")
     require_ktree()
@@ -69,11 +122,7 @@ def save(series, rev=None):
     try:
         names = format_patches(base, head, tmp)
         old = [os.path.basename(p) for p in series.patches]
-        # Keep each patch's topic name, matched by subject.
-        old_names = {}
-        for path in series.patches:
-            if path in series.names:
-                old_names[patch_subject(path)] = series.names[path]
+        old_info = {p: (patch_subject(p), patch_files(p)) for p in series.patches}
         changed = 0
         for name in names:
             src = os.path.join(tmp, name)
@@ -94,9 +143,10 @@ def save(series, rev=None):
                 changed += 1
                 removed.append(os.path.join(series.rel, name))
                 prog.say("removed %s/%s (no longer in the series)" % (series.rel, name))
+        topics = keep_topic_names(series, old_info, names, prog)
         text = ""
         for n in names:
-            topic = old_names.get(patch_subject(os.path.join(series.path, n)))
+            topic = topics.get(n)
             text += "%s %s\n" % (n, topic) if topic else n + "\n"
         series_file = os.path.join(series.path, "series")
         old_text = open(series_file).read() if os.path.exists(series_file) else None
