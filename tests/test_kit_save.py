@@ -89,10 +89,10 @@ def test_save_from_revision(kit):
     assert kit.rev("refs/heads/series/9.9") == kit.rev("refs/heads/topic/ext2-make-balloc-faster")
 
 
-def test_save_keeps_topic_names_of_reworded_patches(kit):
-    """A reworded patch keeps its topic name from the series file, matched by
-    the files it changes, also when a new patch goes in before it; the new
-    patch is named from its file name, and save says both."""
+
+def named_series(kit):
+    """The 2-patch series with topic names balloc and inodes, laid out; the
+    kernel tree is left on distro/9.9 to build a new series on."""
     kit.laid_out()
     patches = kit.repo / "patches"
     first, second = sorted(p.name for p in patches.glob("*.patch"))
@@ -101,16 +101,33 @@ def test_save_keeps_topic_names_of_reworded_patches(kit):
     assert kit.fork("branches").rc == 0
     old = [kit.rev("refs/heads/topic/balloc"), kit.rev("refs/heads/topic/inodes")]
     kit.git("checkout", "-q", "--detach", "distro/9.9")
-    kconfig = kit.ktree / "fs/ext2/Kconfig"
-    kconfig.write_text(kconfig.read_text() + "# a prerequisite\n")
-    kit.git("commit", "-q", "-a", "-m", "ext2: a prerequisite fix\n\nSigned-off-by: A <a@b.c>")
-    kit.git("cherry-pick", old[0], old[1])
-    kit.git("commit", "-q", "--amend", "-m",
-            "ext2: per-group inode locks\n\nReworded.\n\nSigned-off-by: A U Thor <author@example.org>")
+    return patches, old
+
+
+def commit_edit(kit, path, line, subject):
+    f = kit.ktree / path
+    f.write_text(f.read_text() + line)
+    kit.git("commit", "-q", "-a", "-m", subject + "\n\nSigned-off-by: A <a@b.c>")
+
+
+def save_as_series(kit):
     kit.git("branch", "-f", "series/9.9", "HEAD")
     kit.git("checkout", "-q", "series/9.9")
     res = kit.fork("save")
     assert res.rc == 0, res
+    return res
+
+
+def test_save_keeps_topic_names_of_reworded_patches(kit):
+    """A reworded patch keeps its topic name from the series file, matched by
+    the files it changes, also when a new patch goes in before it; the new
+    patch is named from its file name, and save says both."""
+    patches, old = named_series(kit)
+    commit_edit(kit, "fs/ext2/Kconfig", "# a prerequisite\n", "ext2: a prerequisite fix")
+    kit.git("cherry-pick", old[0], old[1])
+    kit.git("commit", "-q", "--amend", "-m",
+            "ext2: per-group inode locks\n\nReworded.\n\nSigned-off-by: A U Thor <author@example.org>")
+    res = save_as_series(kit)
     assert (patches / "series").read_text() == (
         "0001-ext2-a-prerequisite-fix.patch\n"
         "0002-ext2-make-balloc-faster.patch balloc\n"
@@ -124,22 +141,14 @@ def test_save_keeps_topic_names_of_reworded_patches(kit):
 
 
 def test_save_does_not_guess_a_topic_name_between_equal_matches(kit):
-    """Two reworded patches that change the same file: no name is guessed."""
-    kit.laid_out()
-    patches = kit.repo / "patches"
-    first, second = sorted(p.name for p in patches.glob("*.patch"))
-    (patches / "series").write_text("%s balloc\n%s inodes\n" % (first, second))
-    kit.commit_repo("topic names")
-    assert kit.fork("branches").rc == 0
-    kit.git("checkout", "-q", "--detach", "distro/9.9")
+    """Two new patches, each changing the files of both old ones (one file
+    each): no old name fits better than the other, so none is given."""
+    patches, _ = named_series(kit)
     for n in (1, 2):
-        f = kit.ktree / "fs/ext2/Kconfig"
-        f.write_text(f.read_text() + "# change %d\n" % n)
-        kit.git("commit", "-q", "-a", "-m", "ext2: change %d\n\nSigned-off-by: A <a@b.c>" % n)
-    kit.git("branch", "-f", "series/9.9", "HEAD")
-    kit.git("checkout", "-q", "series/9.9")
-    res = kit.fork("save")
-    assert res.rc == 0, res
+        (kit.ktree / "fs/ext2/balloc.c").write_text(
+            (kit.ktree / "fs/ext2/balloc.c").read_text() + "/* change %d */\n" % n)
+        commit_edit(kit, "fs/ext2/inode.c", "/* change %d */\n" % n, "ext2: change %d" % n)
+    res = save_as_series(kit)
     assert (patches / "series").read_text() == \
         "0001-ext2-change-1.patch\n0002-ext2-change-2.patch\n"
     assert res.err.count("is new to the series") == 2
