@@ -16,6 +16,7 @@ def test_save_amended_series_without_churn(kit):
             "ext2: per-group inode locks\n\nReworded.\n\nSigned-off-by: A U Thor <author@example.org>")
     res = kit.fork("save")
     assert res.rc == 0, res
+    assert "is new to the series" not in res.err    # reworded, not new
     assert not (patches / OLD).exists()
     text = (patches / NEW).read_text()
     assert "Subject: [PATCH] ext2: per-group inode locks\n" in text

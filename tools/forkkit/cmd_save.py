@@ -70,8 +70,10 @@ def keep_topic_names(series, old_info, names, prog):
     for n, subj in new_subjects.items():
         if subj in by_subject and by_subject[subj] in series.names:
             kept[n] = series.names[by_subject[subj]]
+    # old patches whose subject is gone, named or not: a reworded patch of
+    # an unnamed series is matched too, so that it is not called new
     orphans = {path: files for path, (subj, files) in old_info.items()
-               if path in series.names and subj not in new_subjects.values()}
+               if subj not in new_subjects.values()}
     for n in names:
         if n in kept or new_subjects[n] in by_subject:
             continue
@@ -84,7 +86,9 @@ def keep_topic_names(series, old_info, names, prog):
             pick = exact[0]
         elif not exact and scored and (len(scored) == 1 or scored[0][0] > scored[1][0]):
             pick = scored[0][1]
-        if pick is not None:
+        if pick is not None and pick not in series.names:
+            del orphans[pick]       # reworded, and unnamed before as now
+        elif pick is not None:
             kept[n] = series.names[pick]
             del orphans[pick]
             prog.say("%s keeps the topic name %s: its subject changed, and it changes "
