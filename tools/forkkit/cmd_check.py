@@ -20,10 +20,13 @@ commit of ``distro/<ver>..series/<ver>``), in this order:
 
 Sanitizer flavours (``kcsan``, ``kasan``, ``faults``): those kernels also
 report races, bad accesses and leaks outside ext2.  A report whose stacks
-name a function of fs/ext2 fails the commit.  A report elsewhere that the
-base snapshot shows as well (same flavour and test, this run or its cached
-result) is listed as known, with the base's console log as evidence; any
-other report fails.  For a KCSAN data race, the stacks are the racing
+name a function of fs/ext2 fails the commit, unless that code is stock:
+the commit changed only some ext2 function bodies relative to the base (a
+carried upstream fix), none of them (nor a caller of one) is on the
+report's stacks, and the base shows the same report.  A report elsewhere
+that the base snapshot shows as well (same flavour and test, this run or
+its cached result) is listed as known, with the base's console log as
+evidence; any other report fails.  For a KCSAN data race, the stacks are the racing
 accesses' own top frames (a virtio race with ext2_writepages() far down
 the flushing task's stack is not ext2's; its signature names the ext2
 function it came from, so only the same race from the same ext2 code in
@@ -44,7 +47,7 @@ re-checks nothing; ``--force`` redoes them.
 import json
 import os
 
-from . import guesttests, kernel
+from . import funcdiff, guesttests, kernel
 from .common import (Lock, Progress, check_output_path, ensure_dir, git, git_ok,
                      require_ktree, rev_parse, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
@@ -108,6 +111,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     base_known = None
     for commit in commits_of(rng, series):
         known = None
+        changed = funcdiff.ALL
         if flavour in SANITIZERS:
             if commit == base:
                 known = "base"
@@ -119,6 +123,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                 if base_known is None:     # once: the base row comes first
                     base_known = base_reports(base, rows, flavour, test, out)
                 known = base_known
+                changed = funcdiff.changed_functions(base, commit)
         hit = None if force else kernel.cached_row(commit, flavour, test, prog)
         if hit:
             rows.append(hit)
@@ -134,7 +139,8 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
         # before the run: a run during which they changed adds nothing
         ev_path = evidence_path(git(["rev-parse", commit + "^{tree}"]), flavour, test) \
             if known == "base" else None
-        rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known))
+        rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known,
+                                        changed=changed))
         if ev_path and evidence_path(rows[-1]["tree"], flavour, test) == ev_path:
             add_evidence(rows[-1], ev_path)
     out(table(rows))
@@ -150,8 +156,9 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
 
 
 def evidence_path(tree, flavour, test):
-    """Where the reports outside ext2 that the base tree `tree` showed under
-    this flavour and test are kept: keyed also by the test's inputs and the
+    """Where the reports that the base tree `tree` showed under this flavour
+    and test are kept (outside ext2 by signature, in ext2's code by
+    ext2_key): keyed also by the test's inputs and the
     kit's code (which judged each report to be outside ext2), so that a
     report judged by other code never excuses one."""
     return os.path.join(ensure_dir(wpath("cache", "known")), "%s-%s-%s-%s-%s.json" % (
@@ -167,14 +174,26 @@ def read_evidence(path):
     return got if isinstance(got, dict) else {}
 
 
+def shown_by_base(row):
+    """{key: "the base <commit> shows it too: <console log>"} for the
+    reports of a base row: outside ext2 by signature (the known ones), in
+    ext2's code by ext2_key (they fail the base row itself)."""
+    ev = "the base %s shows it too: %s" % (row["commit"][:12], row["details"]["boot"])
+    got = {}
+    for rep in row.get("reports", []):
+        if rep["verdict"] == "known":
+            got[rep["signature"]] = ev
+        elif rep.get("ext2_key"):
+            got[rep["ext2_key"]] = ev
+    return got
+
+
 def add_evidence(row, path):
-    """Add the reports outside ext2 that a base row showed to the base's
-    evidence file `path`: {signature: "the base <commit> shows it too:
-    <console log>"}, the first log that showed each report.  Two checks
-    may finish at once: the read-modify-write holds the "known" lock."""
-    new = {rep["signature"]: "the base %s shows it too: %s" % (row["commit"][:12],
-                                                               row["details"]["boot"])
-           for rep in row.get("reports", []) if rep["verdict"] == "known"}
+    """Add the reports that a base row showed to the base's evidence file
+    `path` (shown_by_base()), the first log that showed each report.  Two
+    checks may finish at once: the read-modify-write holds the "known"
+    lock."""
+    new = shown_by_base(row)
     if not new:
         return
     with Lock("known"):
@@ -189,8 +208,8 @@ def add_evidence(row, path):
 
 
 def base_reports(base, rows, flavour, test, out):
-    """{signature: evidence} of the reports outside ext2 that the base
-    snapshot showed under this flavour and test: in this run's row of the
+    """{key: evidence} of the reports that the base snapshot showed under
+    this flavour and test (shown_by_base()): in this run's row of the
     base, in its cached result, and in every earlier run of it (the base's
     evidence); {} (every report fails) when there is none of these."""
     tree = git(["rev-parse", base + "^{tree}"])
@@ -203,9 +222,7 @@ def base_reports(base, rows, flavour, test, out):
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
         return {}
     if row is not None:
-        got.update({rep["signature"]: "the base %s shows it too: %s" % (
-            base[:12], row["details"]["boot"])
-            for rep in row.get("reports", []) if rep["verdict"] == "known"})
+        got.update(shown_by_base(row))
     return got
 
 
@@ -239,7 +256,8 @@ def markdown(rows, series, flavour, test):
               for r in rows for cell, detail in sorted(r.get("details", {}).items())
               if r["cells"].get(cell) == "FAIL"]
     if known:
-        out += ["", "Known reports (outside ext2, shown by the base as well):", ""] + known
+        out += ["", "Known reports (shown by the base as well; outside ext2, or in ext2 code "
+                "the commit did not change):", ""] + known
     if failed:
         out += ["", "Failures:", ""] + failed
     return "\n".join(out) + "\n"

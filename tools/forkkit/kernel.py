@@ -26,6 +26,7 @@ import time
 
 from . import guesttests, reports
 from .common import ForkError, ensure_dir, git, new_log, run, wpath
+from .funcdiff import ALL
 from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
 from .qemu import BOOT_ARGS, failure_message, run_guest
 
@@ -101,13 +102,15 @@ def cached(tree, flavour, test):
 
 
 def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=(),
-             flavour="base"):
+             flavour="base", changed=ALL):
     """Boot `image` with guest test `test`; return {"cells", "details",
     "results", "reports"} for boot, test, e2fsck and counts.
 
     With `known` None every kernel report fails the boot.  For sanitizer
     kernels `known` is "base" or {signature: evidence} and the reports are
-    judged by reports.judge() against `ext2_symbols`.  `flavour` adds its
+    judged by reports.judge() against `ext2_symbols` and `changed` (the
+    ext2 functions the commit changed relative to the base, or
+    funcdiff.ALL).  `flavour` adds its
     boot arguments (qemu.BOOT_ARGS) and, for kmemleak kernels, requires
     the guest's leak scan to have run."""
     spec = guesttests.spec(test)
@@ -132,7 +135,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     if known is not None:
         parsed = reports.parse(boot.log)
         found = [r for r in parsed if not any(e.search(r.first_line) for e in allowed)]
-        failing, excused_reports = reports.judge(found, ext2_symbols, known)
+        failing, excused_reports = reports.judge(found, ext2_symbols, known, changed)
         # a report line no parsed report covers is never excused
         covered = {line for r in parsed for line in r.lines}
         failing += [reports.Report(p, [p], "console") for p in boot.problems
@@ -186,10 +189,10 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     return {"cells": cells, "details": details, "results": results, "reports": judged}
 
 
-def check_commit(commit, flavour, test, timeout, prog, known=None):
+def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
-    counts for one commit; a passing row is cached.  `known`: see
-    run_test()."""
+    counts for one commit; a passing row is cached.  `known`, `changed`:
+    see run_test()."""
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
@@ -199,6 +202,8 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
+    if known is not None and known != "base":
+        row["ext2_changed_vs_base"] = changed if changed == ALL else sorted(changed)
     t0 = time.monotonic()
     prog.say("%s %s" % (commit[:12], subject))
     row["cells"]["checkpatch"], row["details"]["checkpatch"] = run_checkpatch(commit, log)
@@ -216,7 +221,7 @@ def check_commit(commit, flavour, test, timeout, prog, known=None):
         row["details"]["sparse"] = res.sparse
         row.update(image=res.image, image_sha256=res.image_sha256, config_key=res.config_key)
         out = run_test(res.image, test, timeout, prog, log, "check", known=known,
-                       ext2_symbols=res.ext2_symbols, flavour=flavour)
+                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=changed)
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]

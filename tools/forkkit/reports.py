@@ -11,10 +11,20 @@ flushed the block plug was in ext2_writepages().  A report elsewhere is known
 only if the base snapshot shows the same report under the same flavour and
 test, and it is then listed with the base's log as evidence; any other
 report fails.  The base's own reports outside ext2 are the reference.
+
+One exception for ext2's code: a commit that changed only some ext2
+function bodies relative to the base (funcdiff: a carried upstream fix,
+say) still runs stock code everywhere else.  A report in ext2's code is
+known there when the base shows the same report (same title, same ext2
+functions on its stacks) and no function the report names, anywhere on
+its stacks, is one the commit changed or a caller of one.  ext2's own
+messages (ext2_error, the counter cross-check, a BUG in fs/ext2) are
+never excused.
 """
 
 import re
 
+from .funcdiff import ALL
 from .qemu import BLOCK_END_RE, BLOCK_MAX, BLOCK_START_RE, PROBLEM_RE
 
 # A report between "=====" (or "cut here") markers is read to its closing
@@ -86,13 +96,20 @@ class Report:
         else:
             self.title = TS_RE.sub("", first_line).strip()
         self.signature = signature(self.title)
+        # every function the report names: all frames of every stack and
+        # the title's (for a change to any of them the report is the commit's)
+        self.named = set(FRAME_RE.findall("\n".join(lines))) | set(self.symbols)
+        self.ext2_key = None          # set by judge() for a report in ext2's code
+
+    def ext2_message(self):
+        """Whether the report is one of ext2's own messages (title or a line)."""
+        return any(EXT2_TITLE_RE.search(l) for l in [self.title] + self.lines)
 
     def in_code(self, functions):
         """Whether a stack frame or the title names one of `functions`, or
         the report (title or any line of it, such as another CPU's ext2
         error printed inside it) is one of ext2's own messages."""
-        return any(EXT2_TITLE_RE.search(l) for l in [self.title] + self.lines) or \
-            any(s in functions for s in self.symbols)
+        return self.ext2_message() or any(s in functions for s in self.symbols)
 
     def context(self, functions):
         """For a KCSAN race judged outside `functions`: the first of them
@@ -111,7 +128,10 @@ class Report:
         return "\n".join(self.lines[:limit])
 
     def as_dict(self):
-        return {"title": self.title, "signature": self.signature, "kind": self.kind}
+        out = {"title": self.title, "signature": self.signature, "kind": self.kind}
+        if self.ext2_key:
+            out["ext2_key"] = self.ext2_key
+        return out
 
 
 def kcsan_access_stacks(lines):
@@ -226,19 +246,34 @@ def kmemleak_listed(log):
         return split_console([l.rstrip("\r\n") for l in fh])[2]
 
 
-def judge(reports, ext2_functions, known):
+def judge(reports, ext2_functions, known, changed=ALL):
     """Split `reports` into (failing, known) for a sanitizer kernel.
 
     `known` is "base" for the base snapshot itself (its reports outside
     ext2 are the reference), else {signature: evidence} from the base's
-    run.  Each known report is returned as (report, evidence)."""
+    run, with its reports in ext2's code under their ext2_key.
+    `changed`: the ext2 functions the commit changed relative to the base
+    (funcdiff.changed_functions), or ALL.  Each known report is returned
+    as (report, evidence)."""
     functions = set(ext2_functions)
     failing, excused = [], []
     for r in reports:
         if not r.in_code(functions):
             r.signature = signature(r.title) + r.context(functions)
-        if r.in_code(functions) or (r.kind == "kmemleak" and r.title.endswith(" from ?")):
-            failing.append(r)       # ext2's, or a leak whose origin is unknown
+        elif not r.ext2_message():
+            r.ext2_key = "ext2: %s [%s]" % (signature(r.title), ", ".join(
+                sorted(set(r.symbols) & functions)))
+        if r.in_code(functions):
+            touched = ALL if changed == ALL else r.named & set(changed)
+            if r.ext2_key and known != "base" and r.ext2_key in known and not touched:
+                excused.append((r, "stock ext2 code (the commit changes %s relative to the "
+                                "base, none of them on these stacks): %s" % (
+                                    ", ".join(sorted(changed)) or "no ext2 function",
+                                    known[r.ext2_key])))
+            else:
+                failing.append(r)   # ext2's, in code the commit changed or the base lacks
+        elif r.kind == "kmemleak" and r.title.endswith(" from ?"):
+            failing.append(r)       # a leak whose origin is unknown
         elif known == "base":
             excused.append((r, "shown by the base snapshot itself"))
         elif r.signature in known:
