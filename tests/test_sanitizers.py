@@ -12,6 +12,9 @@ reason:
   in fs/ext2, a KCSAN data race or (as measured, 24 s into the run) the
   BUG_ON() of ext2_rsv_window_add() on the overlapping windows the race
   makes;
+* racy-gd-read.patch (patch 1's reader of a group's free blocks count
+  made a plain load again, racing the locked WRITE_ONCE()) under
+  ``--config kcsan --test stress``: a KCSAN data race in fs/ext2;
 * leak-mount.patch (the per-group reservation roots not freed when mount
   fails) under ``--config faults --test faults-mount``: a kmemleak report of
   an object ext2_fill_super() allocated.
@@ -100,6 +103,21 @@ def test_rsv_race_under_kcsan_catches_the_unlocked_window_extension(tmp_path):
     kcsan = "BUG: KCSAN: data-race in" in detail and "try_to_extend_reservation" in detail
     bug_on = "kernel BUG at" in detail and "fs/ext2/balloc.c" in detail
     assert kcsan or bug_on, detail
+
+
+def test_kcsan_reports_the_plain_group_count_read(tmp_path):
+    """racy-gd-read.patch undoes one of patch 1's marks (a group's free
+    blocks count read with a plain load, without the group lock): the
+    stress test under kcsan must fail the commit with a KCSAN data race in
+    fs/ext2, a report of the detector itself, not a corruption."""
+    commit = fault_commit("racy-gd-read.patch", tmp_path)
+    p, row = check_one(commit, "kcsan", "stress", tmp_path)
+    assert p.returncode == 1, p.stdout
+    assert row["cells"]["build"] == "pass" and row["cells"]["test"] == "FAIL", row["cells"]
+    detail = row["details"]["test"]
+    assert detail.startswith("ext2 report"), detail
+    assert "BUG: KCSAN: data-race in" in detail, detail
+    assert not [r for r in row["reports"] if r["verdict"] == "known" and "ext2_key" in r]
 
 
 @pytest.mark.skipif(os.environ.get("FORK_SANITIZER_DEMOS") != "1",
