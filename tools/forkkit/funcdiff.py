@@ -12,7 +12,17 @@ decided conservatively:
 * otherwise the functions whose text differs (or that one side lacks),
   and every ext2 function that calls one of them, directly or through
   others: a changed static helper may be inlined into its caller, and then
-  no stack names it.
+  no stack names it;
+* and, once the commit is built, every function those jump to at their
+  end (tail calls, read from the build's objects: kbuild.tail_calls()),
+  and so on through ext2's own: a function that ends in a jump has no
+  frame of its own below it (the kasan and faults builds make
+  ext2_file_write_iter() jump into generic_file_write_iter(), say), so
+  its jump targets stand for it on a stack (with_tail_calls()).
+
+Not followed: calls through function pointers (an operations table) and
+state a changed function leaves behind for other code.  A report's ext2
+code must then still match the base's report exactly (reports.judge).
 
 Function bodies are found in kernel style: a definition's "{" and its
 closing "}" stand alone at column 0 (Documentation/process/coding-style.rst).
@@ -26,8 +36,28 @@ ALL = "all"        # the commit changed ext2 beyond function bodies
 EXT2_DIR = "fs/ext2/"
 
 IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
-NAME_RE = re.compile(r"([A-Za-z_]\w*)\s*\(")
-COMMENT_LINE_RE = re.compile(r"^\s*(/\*|\*|//)")
+COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def definition_name(header):
+    """The name a definition's header declares: the last identifier
+    followed by "(" outside any parentheses, comments removed, so that
+    attribute macros before it (__printf(2, 3), __attribute__((...))) and
+    a parameter list's function pointers are skipped; None if there is
+    none, or if a comment is left open (the header is not code)."""
+    code = COMMENT_RE.sub(" ", header)
+    if "/*" in code or "*/" in code:
+        return None
+    depth, name = 0, None
+    for m in re.finditer(r"[()]|[A-Za-z_]\w*", code):
+        tok = m.group(0)
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0 and re.match(r"\s*\(", code[m.end():]):
+            name = tok
+    return name
 
 
 def split_functions(text):
@@ -37,22 +67,24 @@ def split_functions(text):
     included) through the "}" at column 0 that closes the "{" at column 0."""
     funcs, outside, header = {}, [], []
     lines = text.split("\n")
-    i = 0
+    i, continued = 0, False
     while i < len(lines):
         line = lines[i]
-        code = " ".join(l for l in header if not COMMENT_LINE_RE.match(l))
-        m = NAME_RE.search(code) if line.rstrip() == "{" else None
-        if m:
+        name = definition_name("\n".join(header)) if line.rstrip() == "{" else None
+        if name:
             j = i + 1
             while j < len(lines) and not lines[j].startswith("}"):
                 j += 1
-            funcs.setdefault(m.group(1), []).append("\n".join(header + lines[i:j + 1]))
+            funcs.setdefault(name, []).append("\n".join(header + lines[i:j + 1]))
             header = []
             i = j + 1
             continue
         header.append(line)
         stripped = line.rstrip()
-        if not stripped or stripped.endswith((";", "}")) or stripped.startswith("#"):
+        # a preprocessor line and its "\" continuations end a header
+        preprocessor = stripped.startswith("#") or continued
+        continued = preprocessor and stripped.endswith("\\")
+        if not stripped or stripped.endswith((";", "}")) or preprocessor:
             outside += header
             header = []
         i += 1
@@ -66,7 +98,7 @@ def _show(rev, path):
 
 def changed_functions(base, commit):
     """The names of the fs/ext2 functions `commit` changed relative to
-    `base` (with their callers), or ALL (see the module's text)."""
+    `base`, with their callers, or ALL (see the module's text)."""
     names = git(["diff", "--name-only", "--no-renames", base, commit]).split()
     if any(not n.startswith(EXT2_DIR) or not n.endswith(".c") for n in names):
         return ALL
@@ -86,8 +118,8 @@ def changed_functions(base, commit):
     for path in sorted(new_files):
         if path.endswith(".c"):
             for name, texts in split_functions(_show(commit, path))[0].items():
-                bodies.setdefault(name, set()).update(
-                    IDENT_RE.findall("\n".join(texts)))
+                text = COMMENT_RE.sub(" ", "\n".join(texts))
+                bodies.setdefault(name, set()).update(IDENT_RE.findall(text))
     grew = True
     while grew:
         grew = False
@@ -96,3 +128,19 @@ def changed_functions(base, commit):
                 changed.add(name)
                 grew = True
     return changed
+
+
+def with_tail_calls(changed, tail_calls):
+    """`changed` and every function its functions jump to at their end
+    (`tail_calls`: {function: [target, ...]} of the commit's build), to a
+    fixed point; ALL stays ALL, and so does any set when the build's
+    jumps are unknown (None)."""
+    if changed == ALL or tail_calls is None:
+        return ALL
+    out, todo = set(changed), list(changed)
+    while todo:
+        for target in tail_calls.get(todo.pop(), ()):
+            if target not in out:
+                out.add(target)
+                todo.append(target)
+    return out

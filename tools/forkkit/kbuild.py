@@ -443,7 +443,8 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
             entry = {"image": stored, "sha256": sha, "commit": commit, "tree": tree,
                      "flavour": flavour, "config_key": config_key, "build_key": build_key(),
                      "patchcheck": False, "log": log,
-                     "ext2_symbols": defined_functions(bdir, "fs/ext2")}
+                     "ext2_symbols": defined_functions(bdir, "fs/ext2"),
+                     "ext2_tail_calls": tail_calls(bdir, "fs/ext2")}
             write_index(ipath, entry)
         if do_patchcheck and not entry.get("patchcheck"):
             warnings, entry["sparse"] = patchcheck(src, bdir, commit, jobs, log, prog)
@@ -458,6 +459,7 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
                        image=entry["image"], image_sha256=entry["sha256"],
                        config_key=config_key, patchcheck=entry["patchcheck"], log=log,
                        ext2_symbols=entry.get("ext2_symbols", []),
+                       ext2_tail_calls=entry.get("ext2_tail_calls"),
                        sparse=entry.get("sparse", "not recorded"),
                        seconds=secs, warnings=warnings, version=ver)
 
@@ -479,6 +481,52 @@ def defined_functions(bdir, subdir):
         if len(parts) == 3 and parts[1] in "tTwW":
             names.add(parts[2].split(".", 1)[0])
     return sorted(names)
+
+
+OBJDUMP_FUNC_RE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+OBJDUMP_INSN_RE = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)")
+OBJDUMP_TARGET_RE = re.compile(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>\s*$")
+OBJDUMP_RELOC_RE = re.compile(r"^\s+[0-9a-f]+: R_X86_64_(?:PLT32|PC32)\s+([^\s+-]+)")
+# jumps that are a return or an indirect call, not a call of a named function
+THUNK_RE = re.compile(r"^__x86_(return|indirect)_thunk")
+
+
+def tail_calls(bdir, subdir):
+    """{function: [target, ...]}: the functions that the objects in
+    `subdir` of the build jump to from each of their functions, a jump
+    (conditional or not) to another function's symbol being a tail call;
+    names without .isra/.cold suffixes.  A function that ends in such a
+    jump has no frame of its own on a stack below it."""
+    top = os.path.join(bdir, subdir)
+    objs = sorted(os.path.join(top, f) for f in os.listdir(top)
+                  if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
+    if not objs:
+        return {}
+    proc = run(["objdump", "-dr", "--no-show-raw-insn"] + objs, check=False)
+    edges, func, insn = {}, None, None
+    for line in proc.stdout.splitlines():
+        m = OBJDUMP_FUNC_RE.match(line)
+        if m:
+            func, insn = m.group(1).split(".", 1)[0], None
+            continue
+        m = OBJDUMP_RELOC_RE.match(line)
+        if m:
+            target = m.group(1).split(".", 1)[0]
+            if func and insn and insn.startswith("j") and target not in ("", func) \
+                    and not THUNK_RE.match(target):
+                edges.setdefault(func, set()).add(target)
+            continue
+        m = OBJDUMP_INSN_RE.match(line)
+        if m:
+            insn = m.group(1)
+            # a jump the assembler resolved (a function of the same
+            # section): "jmp 4b0 <ext2_foo>" or "<ext2_foo.cold+0x3>"
+            m = OBJDUMP_TARGET_RE.search(line)
+            if func and insn.startswith("j") and m:
+                target = m.group(1).split(".", 1)[0]
+                if target not in ("", func) and not THUNK_RE.match(target):
+                    edges.setdefault(func, set()).add(target)
+    return {f: sorted(t) for f, t in sorted(edges.items())}
 
 
 # checkpatch as a maintainer with a full tree runs it.  The imported

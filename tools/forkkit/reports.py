@@ -47,6 +47,9 @@ KCSAN_ACCESS_RE = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by (?:task \d+|inte
 # rsv_window_remove <- ...).  Deeper frames are context: a virtio race in
 # the block layer's plug flush has ext2_writepages ten frames down.
 KCSAN_ACCESS_FRAMES = 4
+# The same header, what identifies the access: its kind ("write", "read
+# (marked)", "race at unknown origin, with read") and size.
+KCSAN_ACCESS_KIND_RE = re.compile(r"^\[\s*\d+\.\d+\]\s*(.*?) to 0x[0-9a-f]+ of (\d+) bytes by ")
 # Where an interrupt's stack ends and the interrupted context's begins.
 IRQ_ENTRY_RE = re.compile(r"^(asm_common_interrupt|asm_sysvec_\w+|asm_exc_\w+|common_interrupt)$")
 KMEMLEAK_BEGIN = "FORK-KMEMLEAK-BEGIN"
@@ -123,6 +126,34 @@ class Report:
             if deeper:
                 via.append(deeper)
         return " [via %s]" % ", ".join(via) if via else ""
+
+    def code_key(self, functions):
+        """What identifies a report in ext2's code across two builds of the
+        same ext2 code (the base's and a commit's that did not change it):
+        for a KCSAN race, each access's kind, size and function (its top
+        frame), the caller frames left out (they vary from boot to boot),
+        and so are offsets (one stock family, such as the lockless reads
+        of a group's count at several places of ext2_new_blocks(), is one
+        report); else the title's signature and the ext2 functions on the
+        stacks.  None for a KCSAN report that does not
+        show both accesses ("race at unknown origin": the other side, which
+        may be changed code, is not printed): never known."""
+        if self.access_stacks is not None or KCSAN_TITLE_RE.search(self.first_line):
+            accesses, cur = [], None
+            for line in self.lines:
+                m = KCSAN_ACCESS_KIND_RE.search(line)
+                if m:
+                    cur = "%s %s bytes" % (m.group(1), m.group(2))
+                    continue
+                f = FRAME_RE.search(line) if cur else None
+                if f:
+                    accesses.append("%s in %s" % (cur, f.group(1)))
+                    cur = None
+            if len(accesses) != 2 or any("unknown origin" in a for a in accesses):
+                return None
+            return "ext2: KCSAN: " + " / ".join(sorted(accesses))
+        return "ext2: %s [%s]" % (signature(self.title), ", ".join(
+            sorted(set(self.symbols) & functions)))
 
     def text(self, limit=40):
         return "\n".join(self.lines[:limit])
@@ -261,8 +292,7 @@ def judge(reports, ext2_functions, known, changed=ALL):
         if not r.in_code(functions):
             r.signature = signature(r.title) + r.context(functions)
         elif not r.ext2_message():
-            r.ext2_key = "ext2: %s [%s]" % (signature(r.title), ", ".join(
-                sorted(set(r.symbols) & functions)))
+            r.ext2_key = r.code_key(functions)
         if r.in_code(functions):
             touched = ALL if changed == ALL else r.named & set(changed)
             if r.ext2_key and known != "base" and r.ext2_key in known and not touched:
