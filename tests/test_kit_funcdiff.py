@@ -64,7 +64,8 @@ group_adjust_blocks(struct inode *inode)
 
 
 def test_split_functions_kernel_style():
-    funcs, outside = funcdiff.split_functions(NAMEI)
+    funcs, outside, unnamed = funcdiff.split_functions(NAMEI)
+    assert unnamed == 0
     assert sorted(funcs) == ["ext2_add_nondir", "ext2_create", "ext2_rmdir", "ext2_unlink"]
     # a definition carries its comment; the initializer and the macro stay outside
     assert "The comment of ext2_unlink()" in funcs["ext2_unlink"][0]
@@ -249,8 +250,45 @@ def test_race_at_unknown_origin_in_ext2_is_never_known():
     r = reports.Report(lines[1], lines, "console")
     failing, _ = reports.judge([r], EXT2, "base")
     assert failing == [r] and r.ext2_key is None
-    failing, _ = reports.judge([r], EXT2, {None: "x"}, {"ext2_unlink"})
+    # even where the base shows a race of the same reader with both sides
+    both = race(*STOCK)
+    known = base_evidence(both)
+    failing, _ = reports.judge([r], EXT2, known, {"ext2_unlink"})
     assert failing == [r]
+
+
+def test_kcsan_key_names_the_ext2_code_of_a_library_access():
+    """A race between two library functions called from ext2 names the
+    ext2 function each came from: the same library race reached from other
+    ext2 code is another report."""
+    ext2 = EXT2 | {"ext2_free_blocks", "ext2_new_inode"}
+    base = race(["__percpu_counter_sum", "ext2_statfs"],
+                ["percpu_counter_add_batch", "ext2_new_blocks"],
+                title="BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch")
+    failing, _ = reports.judge([base], ext2, "base")
+    known = {failing[0].ext2_key: "base"}
+    assert "in __percpu_counter_sum via ext2_statfs" in failing[0].ext2_key
+    other = race(["__percpu_counter_sum", "ext2_free_blocks"],
+                 ["percpu_counter_add_batch", "ext2_new_inode"],
+                 title="BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch")
+    failing, _ = reports.judge([other], ext2, known, {"ext2_unlink"})
+    assert failing == [other]
+    same = race(["__percpu_counter_sum", "ext2_statfs", "statfs_by_dentry"],
+                ["percpu_counter_add_batch", "ext2_new_blocks", "ext2_get_blocks"],
+                title="BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch")
+    failing, excused = reports.judge([same], ext2, known, {"ext2_unlink"})
+    assert not failing and excused
+
+
+def test_leaks_are_never_known_by_the_stock_rule(tmp_path):
+    """A leak's one stack is the allocation's: a changed free path is never
+    on it."""
+    lines = ["unreferenced object 0xffff888004a3c0d8 (size 64):",
+             "  backtrace:", "    [<ffffffff81234567>] __kmalloc+0x1/0x2",
+             "    [<ffffffff81234568>] ext2_new_blocks+0x1/0x2"]
+    leak = reports.Report(lines[0], lines, "kmemleak")
+    failing, _ = reports.judge([leak], EXT2, "base")
+    assert failing == [leak] and leak.ext2_key is None
 
 
 def test_definition_names_are_not_misread():
@@ -262,10 +300,14 @@ def test_definition_names_are_not_misread():
             "/*\n   Called by ext2_free_blocks() under the lock.\n */\n"
             "static void group_adjust(int n)\n{\n\tn++;\n}\n\n"
             "static __printf(2, 3) void ext2_warn_once(int a, const char *fmt, ...)\n{\n}\n\n"
-            "__attribute__((noinline)) static int f(int (*cb)(void))\n{\n\treturn cb();\n}\n")
-    funcs, outside = funcdiff.split_functions(text)
-    assert sorted(funcs) == ["bar", "ext2_warn_once", "f", "group_adjust"]
-    assert "min_t(int" in outside
+            "__attribute__((noinline)) static int f(int (*cb)(void))\n{\n\treturn cb();\n}\n\n"
+            "/**\n * g() - a kernel-doc whose lines end in code\n * otherwise, return 0;\n"
+            " * }\n */\nstatic int g(spinlock_t *l)\n\t__releases(l)\n{\n\treturn 0;\n}\n")
+    funcs, outside, unnamed = funcdiff.split_functions(text)
+    assert sorted(funcs) == ["bar", "ext2_warn_once", "f", "g", "group_adjust"]
+    assert "min_t(int" in outside and unnamed == 0
+    # a body whose header cannot be named is counted: its callers are unknown
+    assert funcdiff.split_functions("/* open\nint h(void)\n{\n}\n")[2] == 1
 
 
 def test_changed_functions_across_files_and_headers(ktree):
@@ -276,6 +318,14 @@ def test_changed_functions_across_files_and_headers(ktree):
     c2 = ktree("fs/ext2/balloc.c", "\treturn 0;", "\treturn 2;", c1)
     assert funcdiff.changed_functions(c1, c2) == {"group_adjust_blocks", "ext2_new_blocks",
                                                   "ext2_create"}
+    # a body whose header cannot be named (a function returning a function
+    # pointer) may call anything: a change anywhere in its file is ALL
+    w = ktree("fs/ext2/namei.c", "const struct inode_operations",
+              "int (*weird(void))(void)\n{\n\treturn NULL;\n}\n\nconst struct inode_operations",
+              base)
+    w2 = ktree("fs/ext2/namei.c", "return ext2_add_link(dentry, inode);",
+               "return ext2_add_link(dentry, inode) ?: 1;", w)
+    assert funcdiff.changed_functions(w, w2) == funcdiff.ALL
     # a function body in a header is no exception: ALL
     h = ktree("fs/ext2/ext2.h", "struct ext2_sb_info { int x; };",
               "struct ext2_sb_info { int x; };\nstatic inline int f(void)\n{\n\treturn 1;\n}",
@@ -287,11 +337,20 @@ def test_changed_functions_across_files_and_headers(ktree):
 def test_tail_call_targets_stand_for_the_changed_function(monkeypatch, tmp_path):
     """A changed function that ends in a jump has no frame below it: its
     targets (read from the build's objects) count as changed, through
-    ext2's own to a fixed point; unknown jumps make everything changed."""
+    ext2's own to a fixed point; a jump out of ext2, an unresolved one or
+    unknown jumps make everything changed."""
     from forkkit import kbuild
     (tmp_path / "fs" / "ext2").mkdir(parents=True)
-    (tmp_path / "fs" / "ext2" / "file.o").write_text("")
-    dump = """
+    obj = str(tmp_path / "fs" / "ext2" / "file.o")
+    open(obj, "w").close()
+    symtab = obj + """:     file format elf64-x86-64
+
+SYMBOL TABLE:
+0000000000000000 l     F .text.unlikely	0000000000000034 ext2_unlink.cold
+0000000000000040 l     F .text.ext2_other	0000000000000020 ext2_other
+"""
+    dump = obj + """:     file format elf64-x86-64
+
 0000000000000000 <ext2_file_write_iter>:
   25a:	jmp    25f <ext2_file_write_iter+0x3f>
 			25b: R_X86_64_PLT32	generic_file_write_iter-0x4
@@ -300,24 +359,44 @@ def test_tail_call_targets_stand_for_the_changed_function(monkeypatch, tmp_path)
 			271: R_X86_64_PLT32	ext2_dax_write_iter-0x4
   280:	jmp    __x86_return_thunk
 			281: R_X86_64_PLT32	__x86_return_thunk-0x4
+  290:	jmp    295 <ext2_unlink>
+			291: R_X86_64_PLT32	kfree-0x4
 
 00000000000002a0 <ext2_unlink>:
   2b0:	jne    4b0 <ext2_helper.isra.0>
   2c0:	jmp    2c5 <ext2_unlink+0x25>
-			2c1: R_X86_64_PC32	.text.unlikely+0x40
+			2c1: R_X86_64_PC32	.text.unlikely+0x10
+  2d0:	jmp    2d5 <ext2_unlink+0x35>
+			2d1: R_X86_64_PC32	.text.ext2_other+0x3c
+  2e0:	jmp    2e5 <ext2_unlink+0x45>
+			2e1: R_X86_64_PC32	.text.unlikely+0x7c
 
 00000000000004b0 <ext2_helper.isra.0>:
   4c0:	jmp    4c5 <ext2_helper.isra.0+0x15>
 			4c1: R_X86_64_PLT32	mark_buffer_dirty-0x4
 """
-    monkeypatch.setattr(kbuild, "run", lambda cmd, check=True: type("P", (), {"stdout": dump}))
+    outputs = {"-t": symtab, "-dr": dump}
+    monkeypatch.setattr(kbuild, "run", lambda cmd, check=True: type(
+        "P", (), {"stdout": outputs[cmd[1]], "returncode": 0}))
     edges = kbuild.tail_calls(str(tmp_path), "fs/ext2")
-    assert edges == {"ext2_file_write_iter": ["generic_file_write_iter"],
-                     "ext2_unlink": ["ext2_helper"], "ext2_helper": ["mark_buffer_dirty"]}
-    assert funcdiff.with_tail_calls({"ext2_unlink"}, edges) == \
-        {"ext2_unlink", "ext2_helper", "mark_buffer_dirty"}
-    assert funcdiff.with_tail_calls({"ext2_unlink"}, None) == funcdiff.ALL
-    assert funcdiff.with_tail_calls(funcdiff.ALL, edges) == funcdiff.ALL
+    # the relocated jump shown as "<ext2_unlink>" is kfree's, .text.unlikely+0x10
+    # is ext2_unlink's own cold part, +0x7c is no function's
+    assert edges == {"ext2_file_write_iter": ["generic_file_write_iter", "kfree"],
+                     "ext2_unlink": ["?", "ext2_helper", "ext2_other"],
+                     "ext2_helper": ["mark_buffer_dirty"]}
+    ext2 = ["ext2_file_write_iter", "ext2_unlink", "ext2_helper", "ext2_rmdir", "ext2_a", "ext2_b"]
+    assert funcdiff.with_tail_calls({"ext2_rmdir"}, {"ext2_rmdir": ["ext2_a"], "ext2_a": ["ext2_b"]},
+                                    ext2) == {"ext2_rmdir", "ext2_a", "ext2_b"}
+    assert funcdiff.with_tail_calls({"ext2_rmdir"}, edges, ext2) == {"ext2_rmdir"}
+    for changed in ({"ext2_unlink"}, {"ext2_file_write_iter"}, {"ext2_helper"}):
+        assert funcdiff.with_tail_calls(changed, edges, ext2) == funcdiff.ALL
+    assert funcdiff.with_tail_calls({"ext2_rmdir"}, None, ext2) == funcdiff.ALL
+    assert funcdiff.with_tail_calls(funcdiff.ALL, edges, ext2) == funcdiff.ALL
+    # objdump failing, or no objects: nothing is known
+    monkeypatch.setattr(kbuild, "run", lambda cmd, check=True: type(
+        "P", (), {"stdout": "", "returncode": 1}))
+    assert kbuild.tail_calls(str(tmp_path), "fs/ext2") is None
+    assert kbuild.tail_calls(str(tmp_path / "none"), "fs/ext2") is None
 
 
 def test_check_passes_each_commit_what_it_changed(monkeypatch):
@@ -369,11 +448,13 @@ def test_check_commit_adds_the_build_tail_calls(monkeypatch, tmp_path):
         return {"cells": {"boot": "pass", "test": "pass", "e2fsck": "pass", "counts": "pass"},
                 "details": {}, "results": [], "reports": []}
     monkeypatch.setattr(kernel, "run_test", run_test)
-    for calls, want in (({"ext2_unlink": ["ext2_helper"], "ext2_helper": ["drop_nlink"]},
-                         ["drop_nlink", "ext2_helper", "ext2_unlink"]),
+    for calls, want in (({"ext2_unlink": ["ext2_helper"], "ext2_helper": ["ext2_put"]},
+                         ["ext2_helper", "ext2_put", "ext2_unlink"]),
+                        ({"ext2_unlink": ["drop_nlink"]}, funcdiff.ALL),
                         (None, funcdiff.ALL)):
         res = kbuild.BuildResult(tree="t" * 40, image="img", image_sha256="s", config_key="k",
-                                 log="l", sparse="ran", ext2_symbols=["ext2_unlink"],
+                                 log="l", sparse="ran",
+                                 ext2_symbols=["ext2_unlink", "ext2_helper", "ext2_put"],
                                  ext2_tail_calls=calls)
         monkeypatch.setattr(kernel, "build", lambda commit, flavour, prog: res)
         row = kernel.check_commit("c" * 40, "kcsan", "stress", 10, type(

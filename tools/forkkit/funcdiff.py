@@ -37,6 +37,13 @@ EXT2_DIR = "fs/ext2/"
 
 IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
 COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+C_KEYWORDS = set("""auto bool char const double enum extern float int long register return
+short signed sizeof static struct typeof __typeof__ typeof_unqual union unsigned void volatile
+inline if else for while do switch case default goto break continue""".split())
+# annotations that may follow or precede a definition's name with "(...)"
+ANNOTATION_RE = re.compile(r"^(__(releases|acquires|must_hold|cond_acquires|cond_releases|"
+                           r"printf|scanf|attribute__|section|aligned|alloc_size|malloc|"
+                           r"no_\w+|nocfi|counted_by)|__releases\w*|__acquires\w*)$")
 
 
 def definition_name(header):
@@ -55,22 +62,31 @@ def definition_name(header):
             depth += 1
         elif tok == ")":
             depth -= 1
-        elif depth == 0 and re.match(r"\s*\(", code[m.end():]):
+        elif depth == 0 and re.match(r"\s*\(", code[m.end():]) \
+                and not ANNOTATION_RE.match(tok):
             name = tok
-    return name
+    # "int (*f(void))(void)": a keyword is no name (the body counts as unnamed)
+    return None if name in C_KEYWORDS else name
+
+
+def open_comment(text):
+    """Whether `text` ends inside a /* comment."""
+    return "/*" in COMMENT_RE.sub(" ", text)
 
 
 def split_functions(text):
-    """({name: [definition text, ...]}, text outside the definitions) of a
-    kernel-style C file.  A definition is its header (the lines since the
+    """({name: [definition text, ...]}, text outside the definitions,
+    how many bodies had no name) of a kernel-style C file.  A definition is its header (the lines since the
     last blank, ";"-ending, "}"-ending or preprocessor line, comments
     included) through the "}" at column 0 that closes the "{" at column 0."""
     funcs, outside, header = {}, [], []
     lines = text.split("\n")
-    i, continued = 0, False
+    i, continued, unnamed = 0, False, 0
     while i < len(lines):
         line = lines[i]
         name = definition_name("\n".join(header)) if line.rstrip() == "{" else None
+        if line.rstrip() == "{" and not name:
+            unnamed += 1
         if name:
             j = i + 1
             while j < len(lines) and not lines[j].startswith("}"):
@@ -84,12 +100,14 @@ def split_functions(text):
         # a preprocessor line and its "\" continuations end a header
         preprocessor = stripped.startswith("#") or continued
         continued = preprocessor and stripped.endswith("\\")
-        if not stripped or stripped.endswith((";", "}")) or preprocessor:
+        # ... unless inside a comment (" * return 0;" in a kernel-doc)
+        if (not stripped or stripped.endswith((";", "}")) or preprocessor) \
+                and not open_comment("\n".join(header)):
             outside += header
             header = []
         i += 1
     outside += header
-    return funcs, "\n".join(outside)
+    return funcs, "\n".join(outside), unnamed
 
 
 def _show(rev, path):
@@ -106,10 +124,10 @@ def changed_functions(base, commit):
     new_files = set(git(["ls-tree", "--name-only", commit, EXT2_DIR]).split())
     changed = set()
     for path in names:
-        old = split_functions(_show(base, path)) if path in base_files else ({}, "")
-        new = split_functions(_show(commit, path)) if path in new_files else ({}, "")
-        if old[1] != new[1]:
-            return ALL
+        old = split_functions(_show(base, path)) if path in base_files else ({}, "", 0)
+        new = split_functions(_show(commit, path)) if path in new_files else ({}, "", 0)
+        if old[1] != new[1] or old[2] or new[2]:
+            return ALL          # outside function bodies, or a body without a name
         changed |= {f for f in set(old[0]) | set(new[0]) if old[0].get(f) != new[0].get(f)}
     if not changed:
         return changed
@@ -117,7 +135,10 @@ def changed_functions(base, commit):
     bodies = {}
     for path in sorted(new_files):
         if path.endswith(".c"):
-            for name, texts in split_functions(_show(commit, path))[0].items():
+            funcs, _, unnamed = split_functions(_show(commit, path))
+            if unnamed:
+                return ALL      # a caller the closure could not see
+            for name, texts in funcs.items():
                 text = COMMENT_RE.sub(" ", "\n".join(texts))
                 bodies.setdefault(name, set()).update(IDENT_RE.findall(text))
     grew = True
@@ -130,16 +151,22 @@ def changed_functions(base, commit):
     return changed
 
 
-def with_tail_calls(changed, tail_calls):
+def with_tail_calls(changed, tail_calls, ext2_functions):
     """`changed` and every function its functions jump to at their end
     (`tail_calls`: {function: [target, ...]} of the commit's build), to a
-    fixed point; ALL stays ALL, and so does any set when the build's
-    jumps are unknown (None)."""
+    fixed point through ext2's own functions.  ALL stays ALL; so is the
+    answer when the build's jumps are unknown (None, or "?" for a jump
+    whose target was not found), and when a jump leaves ext2: that
+    function may jump on (generic_file_read_iter() into filemap_read())
+    and the build's objects of fs/ext2 do not show it."""
     if changed == ALL or tail_calls is None:
         return ALL
+    ext2_functions = set(ext2_functions)
     out, todo = set(changed), list(changed)
     while todo:
         for target in tail_calls.get(todo.pop(), ()):
+            if target == "?" or target not in ext2_functions:
+                return ALL
             if target not in out:
                 out.add(target)
                 todo.append(target)

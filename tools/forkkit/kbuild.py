@@ -483,49 +483,96 @@ def defined_functions(bdir, subdir):
     return sorted(names)
 
 
-OBJDUMP_FUNC_RE = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
-OBJDUMP_INSN_RE = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)")
+OBJDUMP_FILE_RE = re.compile(r"^(\S+\.o):\s+file format ")
+OBJDUMP_FUNC_RE = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
+OBJDUMP_INSN_RE = re.compile(r"^\s+([0-9a-f]+):\s+(\S+)")
 OBJDUMP_TARGET_RE = re.compile(r"<([^>+]+)(?:\+0x[0-9a-f]+)?>\s*$")
-OBJDUMP_RELOC_RE = re.compile(r"^\s+[0-9a-f]+: R_X86_64_(?:PLT32|PC32)\s+([^\s+-]+)")
+OBJDUMP_RELOC_RE = re.compile(r"^\s+[0-9a-f]+: R_X86_64_(?:PLT32|PC32)\s+([^\s+-]+)"
+                              r"(?:([+-])0x([0-9a-f]+))?")
+# "0000000000000000 l     F .text.unlikely	0000000000000034 ext2_unlink.cold"
+OBJDUMP_SYM_RE = re.compile(r"^([0-9a-f]+) .{7} (\S+)\s+([0-9a-f]+) (\S+)$")
 # jumps that are a return or an indirect call, not a call of a named function
 THUNK_RE = re.compile(r"^__x86_(return|indirect)_thunk")
+
+
+def _function_symbols(objs):
+    """{(object, section): [(start, end, name), ...]} of the objects'
+    function symbols (objdump -t), or None if objdump failed."""
+    proc = run(["objdump", "-t"] + objs, check=False)
+    if proc.returncode != 0:
+        return None
+    out, obj = {}, None
+    for line in proc.stdout.splitlines():
+        m = OBJDUMP_FILE_RE.match(line)
+        if m:
+            obj = m.group(1)
+            continue
+        m = OBJDUMP_SYM_RE.match(line)
+        if m and obj and " F " in line:
+            start, size = int(m.group(1), 16), int(m.group(3), 16)
+            out.setdefault((obj, m.group(2)), []).append((start, start + size, m.group(4)))
+    return out
 
 
 def tail_calls(bdir, subdir):
     """{function: [target, ...]}: the functions that the objects in
     `subdir` of the build jump to from each of their functions, a jump
-    (conditional or not) to another function's symbol being a tail call;
-    names without .isra/.cold suffixes.  A function that ends in such a
+    (conditional or not) to another function being a tail call; names
+    without .isra/.cold suffixes, "?" for a jump into a section where no
+    function symbol covers the target.  None when there are no objects or
+    objdump failed (nothing is known).  A function that ends in such a
     jump has no frame of its own on a stack below it."""
     top = os.path.join(bdir, subdir)
     objs = sorted(os.path.join(top, f) for f in os.listdir(top)
                   if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
-    if not objs:
-        return {}
+    symbols = _function_symbols(objs) if objs else None
+    if not objs or symbols is None:
+        return None
     proc = run(["objdump", "-dr", "--no-show-raw-insn"] + objs, check=False)
-    edges, func, insn = {}, None, None
-    for line in proc.stdout.splitlines():
-        m = OBJDUMP_FUNC_RE.match(line)
-        if m:
-            func, insn = m.group(1).split(".", 1)[0], None
-            continue
+    if proc.returncode != 0:
+        return None
+    edges, obj, func = {}, None, None
+    jump = None     # the last instruction, if a jump: its target as shown
+
+    def add(target):
+        target = target.split(".", 1)[0] if target != "?" else target
+        if target not in ("", func) and not THUNK_RE.match(target):
+            edges.setdefault(func, set()).add(target)
+
+    def in_section(section, offset):
+        for start, end, name in symbols.get((obj, section), ()):
+            if start <= offset < end:
+                return name
+        return "?"
+
+    for line in proc.stdout.splitlines() + [""]:
         m = OBJDUMP_RELOC_RE.match(line)
         if m:
-            target = m.group(1).split(".", 1)[0]
-            if func and insn and insn.startswith("j") and target not in ("", func) \
-                    and not THUNK_RE.match(target):
-                edges.setdefault(func, set()).add(target)
+            if jump is not None and func:
+                target, sign, addend = m.groups()
+                if target.startswith("."):
+                    # a section symbol: the function at addend + 4 (the
+                    # displacement is the instruction's last 4 bytes)
+                    off = (-1 if sign == "-" else 1) * int(addend or "0", 16) + 4
+                    target = in_section(target, off)
+                add(target)
+            jump = None         # a relocated jump: what objdump showed is no target
+            continue
+        if jump and func:
+            add(jump)           # a jump the assembler resolved: "jmp 4b0 <ext2_foo>"
+        jump = None
+        m = OBJDUMP_FILE_RE.match(line)
+        if m:
+            obj, func = m.group(1), None
+            continue
+        m = OBJDUMP_FUNC_RE.match(line)
+        if m:
+            func = m.group(2).split(".", 1)[0]
             continue
         m = OBJDUMP_INSN_RE.match(line)
-        if m:
-            insn = m.group(1)
-            # a jump the assembler resolved (a function of the same
-            # section): "jmp 4b0 <ext2_foo>" or "<ext2_foo.cold+0x3>"
-            m = OBJDUMP_TARGET_RE.search(line)
-            if func and insn.startswith("j") and m:
-                target = m.group(1).split(".", 1)[0]
-                if target not in ("", func) and not THUNK_RE.match(target):
-                    edges.setdefault(func, set()).add(target)
+        if m and m.group(2).startswith("j"):
+            t = OBJDUMP_TARGET_RE.search(line)
+            jump = t.group(1) if t else ""
     return {f: sorted(t) for f, t in sorted(edges.items())}
 
 

@@ -221,7 +221,7 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
         if known is not None and known != "base":
             # the build's tail calls: their targets stand for a changed
             # function that has no frame of its own
-            changed = with_tail_calls(changed, res.ext2_tail_calls)
+            changed = with_tail_calls(changed, res.ext2_tail_calls, res.ext2_symbols)
             row["ext2_changed_vs_base"] = changed if changed == ALL else sorted(changed)
         out = run_test(res.image, test, timeout, prog, log, "check", known=known,
                        ext2_symbols=res.ext2_symbols, flavour=flavour, changed=changed)

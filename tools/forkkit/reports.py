@@ -49,7 +49,9 @@ KCSAN_ACCESS_RE = re.compile(r"\bto 0x[0-9a-f]+ of \d+ bytes by (?:task \d+|inte
 KCSAN_ACCESS_FRAMES = 4
 # The same header, what identifies the access: its kind ("write", "read
 # (marked)", "race at unknown origin, with read") and size.
-KCSAN_ACCESS_KIND_RE = re.compile(r"^\[\s*\d+\.\d+\]\s*(.*?) to 0x[0-9a-f]+ of (\d+) bytes by ")
+KCSAN_ACCESS_KIND_RE = re.compile(
+    r"(?:^|\]\s)\s*((?:race at unknown origin, with )?(?:read-write|read|write)"
+    r"(?: \([\w ]+\))*) to 0x[0-9a-f]+ of (\d+) bytes by ")
 # Where an interrupt's stack ends and the interrupted context's begins.
 IRQ_ENTRY_RE = re.compile(r"^(asm_common_interrupt|asm_sysvec_\w+|asm_exc_\w+|common_interrupt)$")
 KMEMLEAK_BEGIN = "FORK-KMEMLEAK-BEGIN"
@@ -129,28 +131,31 @@ class Report:
 
     def code_key(self, functions):
         """What identifies a report in ext2's code across two builds of the
-        same ext2 code (the base's and a commit's that did not change it):
-        for a KCSAN race, each access's kind, size and function (its top
-        frame), the caller frames left out (they vary from boot to boot),
-        and so are offsets (one stock family, such as the lockless reads
-        of a group's count at several places of ext2_new_blocks(), is one
-        report); else the title's signature and the ext2 functions on the
-        stacks.  None for a KCSAN report that does not
-        show both accesses ("race at unknown origin": the other side, which
-        may be changed code, is not printed): never known."""
+        same ext2 code (the base's and a commit's that did not change it).
+        For a KCSAN race: each access's kind, size and function (its top
+        frame) and, when that is not ext2's, the first ext2 function among
+        its top frames ("read 8 bytes in __percpu_counter_sum via
+        ext2_statfs"); the deeper callers vary from boot to boot and are
+        left out, and so are offsets (one stock family, such as the
+        lockless reads of a group's count at several places of
+        ext2_new_blocks(), is one report).  Else the title's signature and
+        the ext2 functions on the stacks.  None (never known) for a leak,
+        whose one stack is the allocation's and never names a changed free
+        path, and for a KCSAN report that does not show both accesses
+        ("race at unknown origin": the other side, maybe changed code, is
+        not printed)."""
+        if self.kind == "kmemleak":
+            return None
         if self.access_stacks is not None or KCSAN_TITLE_RE.search(self.first_line):
-            accesses, cur = [], None
-            for line in self.lines:
-                m = KCSAN_ACCESS_KIND_RE.search(line)
-                if m:
-                    cur = "%s %s bytes" % (m.group(1), m.group(2))
-                    continue
-                f = FRAME_RE.search(line) if cur else None
-                if f:
-                    accesses.append("%s in %s" % (cur, f.group(1)))
-                    cur = None
-            if len(accesses) != 2 or any("unknown origin" in a for a in accesses):
-                return None
+            kinds = [m.groups() for m in map(KCSAN_ACCESS_KIND_RE.search, self.lines) if m]
+            stacks = self.access_stacks or []
+            if len(kinds) != 2 or len(stacks) != 2 or not all(stacks):
+                return None     # an unknown origin's report has one access
+            accesses = []
+            for (kind, size), st in zip(kinds, stacks):
+                via = next((f for f in st[1:KCSAN_ACCESS_FRAMES] if f in functions), None)
+                accesses.append("%s %s bytes in %s%s" % (
+                    kind, size, st[0], "" if st[0] in functions or not via else " via " + via))
             return "ext2: KCSAN: " + " / ".join(sorted(accesses))
         return "ext2: %s [%s]" % (signature(self.title), ", ".join(
             sorted(set(self.symbols) & functions)))
