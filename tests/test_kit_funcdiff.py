@@ -267,7 +267,20 @@ def test_kcsan_key_names_the_ext2_code_of_a_library_access():
                 title="BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch")
     failing, _ = reports.judge([base], ext2, "base")
     known = {failing[0].ext2_key: "base"}
-    assert "in __percpu_counter_sum via ext2_statfs" in failing[0].ext2_key
+    assert failing[0].ext2_key == (
+        "ext2: KCSAN: read 4 bytes in percpu_counter_add_batch via ext2_new_blocks"
+        " / write 4 bytes in __percpu_counter_sum via ext2_statfs")
+    # an ext2 function deeper than the access's top 4 frames is no "via"
+    deep = race(["__percpu_counter_sum", "a", "b", "c", "ext2_statfs"],
+                ["percpu_counter_add_batch", "ext2_new_blocks"])
+    failing, _ = reports.judge([deep], ext2, "base")
+    assert "write 4 bytes in __percpu_counter_sum /" not in failing[0].ext2_key
+    assert failing[0].ext2_key.endswith("write 4 bytes in __percpu_counter_sum")
+    # kinds with several attributes are read too
+    marked = [l.replace("] write to", "] write (marked, reordered) to") for l in base.lines]
+    rep = reports.Report(marked[1], marked, "console")
+    reports.judge([rep], ext2, "base")
+    assert "write (marked, reordered) 4 bytes in __percpu_counter_sum" in rep.ext2_key
     other = race(["__percpu_counter_sum", "ext2_free_blocks"],
                  ["percpu_counter_add_batch", "ext2_new_inode"],
                  title="BUG: KCSAN: data-race in __percpu_counter_sum / percpu_counter_add_batch")
@@ -303,9 +316,18 @@ def test_definition_names_are_not_misread():
             "__attribute__((noinline)) static int f(int (*cb)(void))\n{\n\treturn cb();\n}\n\n"
             "/**\n * g() - a kernel-doc whose lines end in code\n * otherwise, return 0;\n"
             " * }\n */\nstatic int g(spinlock_t *l)\n\t__releases(l)\n{\n\treturn 0;\n}\n")
+    text += ("static unsigned long ext2_count_locked(struct super_block *sb)\n"
+             "\t__must_hold_shared(&EXT2_SB(sb)->s_lock)\n{\n\treturn 1;\n}\n\n"
+             "#define GLOB \"/*\"\nstatic int x;\nstatic int h2(void)\n{\n\treturn x;\n}\n")
     funcs, outside, unnamed = funcdiff.split_functions(text)
-    assert sorted(funcs) == ["bar", "ext2_warn_once", "f", "g", "group_adjust"]
+    assert sorted(funcs) == ["bar", "ext2_count_locked", "ext2_warn_once", "f", "g",
+                             "group_adjust", "h2"]
     assert "min_t(int" in outside and unnamed == 0
+    # a string's "/*" opens no comment: the declaration stays outside
+    assert "static int x;" in outside and "static int x;" not in funcs["h2"][0]
+    # an unknown annotation before the name: which one is the name is not known
+    assert funcdiff.definition_name("static __unknown(1) int f(int a)") is None
+    assert funcdiff.definition_name("static __printf(2, 3) int f(int a)") == "f"
     # a body whose header cannot be named is counted: its callers are unknown
     assert funcdiff.split_functions("/* open\nint h(void)\n{\n}\n")[2] == 1
 
@@ -326,6 +348,9 @@ def test_changed_functions_across_files_and_headers(ktree):
     w2 = ktree("fs/ext2/namei.c", "return ext2_add_link(dentry, inode);",
                "return ext2_add_link(dentry, inode) ?: 1;", w)
     assert funcdiff.changed_functions(w, w2) == funcdiff.ALL
+    # ... and so is a change in another file: the unnamed body may call it
+    w3 = ktree("fs/ext2/balloc.c", "\treturn 0;", "\treturn 3;", w)
+    assert funcdiff.changed_functions(w, w3) == funcdiff.ALL
     # a function body in a header is no exception: ALL
     h = ktree("fs/ext2/ext2.h", "struct ext2_sb_info { int x; };",
               "struct ext2_sb_info { int x; };\nstatic inline int f(void)\n{\n\treturn 1;\n}",
@@ -347,7 +372,7 @@ def test_tail_call_targets_stand_for_the_changed_function(monkeypatch, tmp_path)
 
 SYMBOL TABLE:
 0000000000000000 l     F .text.unlikely	0000000000000034 ext2_unlink.cold
-0000000000000040 l     F .text.ext2_other	0000000000000020 ext2_other
+0000000000000000 l     F .text.ext2_other	0000000000000008 ext2_other
 """
     dump = obj + """:     file format elf64-x86-64
 
@@ -367,7 +392,7 @@ SYMBOL TABLE:
   2c0:	jmp    2c5 <ext2_unlink+0x25>
 			2c1: R_X86_64_PC32	.text.unlikely+0x10
   2d0:	jmp    2d5 <ext2_unlink+0x35>
-			2d1: R_X86_64_PC32	.text.ext2_other+0x3c
+			2d1: R_X86_64_PC32	.text.ext2_other-0x4
   2e0:	jmp    2e5 <ext2_unlink+0x45>
 			2e1: R_X86_64_PC32	.text.unlikely+0x7c
 
@@ -392,10 +417,11 @@ SYMBOL TABLE:
         assert funcdiff.with_tail_calls(changed, edges, ext2) == funcdiff.ALL
     assert funcdiff.with_tail_calls({"ext2_rmdir"}, None, ext2) == funcdiff.ALL
     assert funcdiff.with_tail_calls(funcdiff.ALL, edges, ext2) == funcdiff.ALL
-    # objdump failing, or no objects: nothing is known
-    monkeypatch.setattr(kbuild, "run", lambda cmd, check=True: type(
-        "P", (), {"stdout": "", "returncode": 1}))
-    assert kbuild.tail_calls(str(tmp_path), "fs/ext2") is None
+    # objdump failing (either call), or no objects: nothing is known
+    for failing in ("-t", "-dr"):
+        monkeypatch.setattr(kbuild, "run", lambda cmd, check=True: type(
+            "P", (), {"stdout": outputs[cmd[1]], "returncode": int(cmd[1] == failing)}))
+        assert kbuild.tail_calls(str(tmp_path), "fs/ext2") is None
     assert kbuild.tail_calls(str(tmp_path / "none"), "fs/ext2") is None
 
 

@@ -36,42 +36,55 @@ ALL = "all"        # the commit changed ext2 beyond function bodies
 EXT2_DIR = "fs/ext2/"
 
 IDENT_RE = re.compile(r"\b[A-Za-z_]\w*\b")
-COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+# comments, and strings (a "/*" in a string opens no comment)
+COMMENT_RE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
 C_KEYWORDS = set("""auto bool char const double enum extern float int long register return
 short signed sizeof static struct typeof __typeof__ typeof_unqual union unsigned void volatile
 inline if else for while do switch case default goto break continue""".split())
-# annotations that may follow or precede a definition's name with "(...)"
-ANNOTATION_RE = re.compile(r"^(__(releases|acquires|must_hold|cond_acquires|cond_releases|"
-                           r"printf|scanf|attribute__|section|aligned|alloc_size|malloc|"
-                           r"no_\w+|nocfi|counted_by)|__releases\w*|__acquires\w*)$")
+# the annotations with "(...)" that may stand before a definition's name
+PRE_NAME_RE = re.compile(r"^__(printf|scanf|attribute__|section|aligned|alloc_size|"
+                         r"realloc_size|assume_aligned|no_\w+|nocfi|diagnose_as)$")
+# what an annotation looks like: a first candidate of this form followed
+# by another makes the header ambiguous
+ANNOTATION_LIKE_RE = re.compile(r"^__[a-z_]+$")
+
+
+def uncomment(text):
+    """`text` with its comments blanked and its strings emptied."""
+    return COMMENT_RE.sub(lambda m: '""' if m.group(0)[0] in "\"'" else " ", text)
 
 
 def definition_name(header):
-    """The name a definition's header declares: the last identifier
-    followed by "(" outside any parentheses, comments removed, so that
-    attribute macros before it (__printf(2, 3), __attribute__((...))) and
-    a parameter list's function pointers are skipped; None if there is
-    none, or if a comment is left open (the header is not code)."""
-    code = COMMENT_RE.sub(" ", header)
+    """The name a definition's header declares: the first identifier
+    followed by "(" outside any parentheses, comments removed, after the
+    annotations that may precede it (__printf(2, 3), __attribute__((...)));
+    those that follow the parameter list (__releases(l),
+    __must_hold_shared(...)) come after it.  None (the body counts as
+    unnamed) if there is none, if it is a keyword ("int (*f(void))(void)"),
+    if an unknown annotation-like "__name(" precedes it, or if a comment is
+    left open (the header is not code)."""
+    code = uncomment(header)
     if "/*" in code or "*/" in code:
         return None
-    depth, name = 0, None
+    depth, cands = 0, []
     for m in re.finditer(r"[()]|[A-Za-z_]\w*", code):
         tok = m.group(0)
         if tok == "(":
             depth += 1
         elif tok == ")":
             depth -= 1
-        elif depth == 0 and re.match(r"\s*\(", code[m.end():]) \
-                and not ANNOTATION_RE.match(tok):
-            name = tok
-    # "int (*f(void))(void)": a keyword is no name (the body counts as unnamed)
-    return None if name in C_KEYWORDS else name
+        elif depth == 0 and re.match(r"\s*\(", code[m.end():]) and not PRE_NAME_RE.match(tok):
+            cands.append(tok)
+    if not cands or cands[0] in C_KEYWORDS:
+        return None
+    if ANNOTATION_LIKE_RE.match(cands[0]) and len(cands) > 1:
+        return None     # "static __unknown(1) int f(...)": which is the name?
+    return cands[0]
 
 
 def open_comment(text):
     """Whether `text` ends inside a /* comment."""
-    return "/*" in COMMENT_RE.sub(" ", text)
+    return "/*" in uncomment(text)
 
 
 def split_functions(text):
@@ -139,7 +152,7 @@ def changed_functions(base, commit):
             if unnamed:
                 return ALL      # a caller the closure could not see
             for name, texts in funcs.items():
-                text = COMMENT_RE.sub(" ", "\n".join(texts))
+                text = uncomment("\n".join(texts))
                 bodies.setdefault(name, set()).update(IDENT_RE.findall(text))
     grew = True
     while grew:

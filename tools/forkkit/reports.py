@@ -50,8 +50,9 @@ KCSAN_ACCESS_FRAMES = 4
 # The same header, what identifies the access: its kind ("write", "read
 # (marked)", "race at unknown origin, with read") and size.
 KCSAN_ACCESS_KIND_RE = re.compile(
-    r"(?:^|\]\s)\s*((?:race at unknown origin, with )?(?:read-write|read|write)"
-    r"(?: \([\w ]+\))*) to 0x[0-9a-f]+ of (\d+) bytes by ")
+    r"(?:^|\]\s)\s*((?:race at unknown origin, with )?"
+    r"(?:assert no (?:writes|accesses)|read-write|read|write)"
+    r"(?: \([\w ,]+\))*) to 0x[0-9a-f]+ of (\d+) bytes by ")
 # Where an interrupt's stack ends and the interrupted context's begins.
 IRQ_ENTRY_RE = re.compile(r"^(asm_common_interrupt|asm_sysvec_\w+|asm_exc_\w+|common_interrupt)$")
 KMEMLEAK_BEGIN = "FORK-KMEMLEAK-BEGIN"
