@@ -32,7 +32,10 @@ series head's list stays empty.  The racy-rsv-end one passes since the
 rsv-race test (2026-12-04); under the stress test the race was never
 met (CHECKS.md).
 
-KCSAN itself has not reported either racy variant: racy-rsv-lookup.patch
+KCSAN itself reports racy-gd-read.patch (2026-12-05: "data-race in
+ext2_new_blocks / group_adjust_blocks", a plain read against the marked
+write, in the first stress run).  It has not reported either window
+variant: racy-rsv-lookup.patch
 (only the lookup of the next window before the lock; the window still
 grows under it, so nothing corrupts) passed 40 s of rsv-race under kcsan
 (30,328 O_DIRECT writes).  KCSAN watches one sampled access for ~80 us;
