@@ -88,10 +88,11 @@ def open_comment(text):
 
 
 def split_functions(text):
-    """({name: [definition text, ...]}, text outside the definitions,
-    how many bodies had no name) of a kernel-style C file.  A definition is its header (the lines since the
-    last blank, ";"-ending, "}"-ending or preprocessor line, comments
-    included) through the "}" at column 0 that closes the "{" at column 0."""
+    """({name: [definition text, ...]}, text outside the definitions, how
+    many bodies had no name) of a kernel-style C file.  A definition is its
+    header (the lines since the last blank, ";"-ending, "}"-ending or
+    preprocessor line outside a comment, comments included) through the
+    "}" at column 0 that closes the "{" at column 0."""
     funcs, outside, header = {}, [], []
     lines = text.split("\n")
     i, continued, unnamed = 0, False, 0
@@ -134,26 +135,27 @@ def changed_functions(base, commit):
     if any(not n.startswith(EXT2_DIR) or not n.endswith(".c") for n in names):
         return ALL
     base_files = set(git(["ls-tree", "--name-only", base, EXT2_DIR]).split())
-    new_files = set(git(["ls-tree", "--name-only", commit, EXT2_DIR]).split())
+    # every .c file at `commit`, parsed once: the changed ones are compared,
+    # all of them give the callers
+    new = {path: split_functions(_show(commit, path))
+           for path in git(["ls-tree", "--name-only", commit, EXT2_DIR]).split()
+           if path.endswith(".c")}
+    if any(unnamed for _, _, unnamed in new.values()):
+        return ALL              # a body without a name: its calls are unknown
     changed = set()
     for path in names:
         old = split_functions(_show(base, path)) if path in base_files else ({}, "", 0)
-        new = split_functions(_show(commit, path)) if path in new_files else ({}, "", 0)
-        if old[1] != new[1] or old[2] or new[2]:
+        now = new.get(path, ({}, "", 0))
+        if old[1] != now[1] or old[2]:
             return ALL          # outside function bodies, or a body without a name
-        changed |= {f for f in set(old[0]) | set(new[0]) if old[0].get(f) != new[0].get(f)}
+        changed |= {f for f in set(old[0]) | set(now[0]) if old[0].get(f) != now[0].get(f)}
     if not changed:
         return changed
     # callers, to a fixed point, over every .c file of fs/ext2 at `commit`
     bodies = {}
-    for path in sorted(new_files):
-        if path.endswith(".c"):
-            funcs, _, unnamed = split_functions(_show(commit, path))
-            if unnamed:
-                return ALL      # a caller the closure could not see
-            for name, texts in funcs.items():
-                text = uncomment("\n".join(texts))
-                bodies.setdefault(name, set()).update(IDENT_RE.findall(text))
+    for funcs, _, _ in new.values():
+        for name, texts in funcs.items():
+            bodies.setdefault(name, set()).update(IDENT_RE.findall(uncomment("\n".join(texts))))
     grew = True
     while grew:
         grew = False

@@ -464,14 +464,19 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
                        seconds=secs, warnings=warnings, version=ver)
 
 
+def objects(bdir, subdir):
+    """The object files of `subdir` in the build directory (not built-in.o)."""
+    top = os.path.join(bdir, subdir)
+    return sorted(os.path.join(top, f) for f in os.listdir(top)
+                  if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
+
+
 def defined_functions(bdir, subdir):
     """Sorted names of the functions the objects in `subdir` of the build
     define (static ones included, without .isra/.constprop suffixes): what
     a kernel report's stack is matched against to tell whether it is in
     that code."""
-    top = os.path.join(bdir, subdir)
-    objs = sorted(os.path.join(top, f) for f in os.listdir(top)
-                  if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
+    objs = objects(bdir, subdir)
     if not objs:
         return []
     proc = run(["nm", "--defined-only"] + objs, check=False)
@@ -522,9 +527,7 @@ def tail_calls(bdir, subdir):
     function symbol covers the target.  None when there are no objects or
     objdump failed (nothing is known).  A function that ends in such a
     jump has no frame of its own on a stack below it."""
-    top = os.path.join(bdir, subdir)
-    objs = sorted(os.path.join(top, f) for f in os.listdir(top)
-                  if f.endswith(".o") and f != "built-in.o") if os.path.isdir(top) else []
+    objs = objects(bdir, subdir)
     symbols = _function_symbols(objs) if objs else None
     if not objs or symbols is None:
         return None

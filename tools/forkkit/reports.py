@@ -15,11 +15,11 @@ report fails.  The base's own reports outside ext2 are the reference.
 One exception for ext2's code: a commit that changed only some ext2
 function bodies relative to the base (funcdiff: a carried upstream fix,
 say) still runs stock code everywhere else.  A report in ext2's code is
-known there when the base shows the same report (same title, same ext2
-functions on its stacks) and no function the report names, anywhere on
-its stacks, is one the commit changed or a caller of one.  ext2's own
-messages (ext2_error, the counter cross-check, a BUG in fs/ext2) are
-never excused.
+known there when the base shows the same report (Report.code_key) and no
+function the report names, anywhere on its stacks, is in the commit's
+changed set (funcdiff: the changed functions, their callers and what they
+tail-call).  Never excused this way: ext2's own messages (ext2_error, the
+counter cross-check, a BUG in fs/ext2), leaks, races at unknown origin.
 """
 
 import re
