@@ -218,22 +218,41 @@ def test_ext2_messages_are_never_known():
     assert failing == [msg]
 
 
-def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch):
+def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     """The base row fails on its ext2 reports, and they still become the
-    base's evidence (by ext2_key); its reports without one (ext2's own
-    messages) do not."""
-    from forkkit import cmd_check, kernel
+    base's evidence (by ext2_key), from its row and from its stored
+    console; its reports without one (ext2's own messages) do not."""
+    from forkkit import cmd_check, guesttests, kbuild, kernel
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
-    row = {"commit": "b" * 40, "tree": "t" * 40, "details": {"boot": "/logs/1"},
+    monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "a" * 64,
+                                                            "ext2_symbols": sorted(EXT2)})
+    console = tmp_path / "base.console"
+    console.write_text("\n".join([
+        "FORK-GUEST-START 6.12 cpus=2",
+        "[   20.000000] " + "=" * 66,
+        "[   20.000001] BUG: KCSAN: data-race in ext2_new_blocks / ext2_new_blocks",
+        "[   20.000002] write to 0xffff888004a3c0d8 of 4 bytes by task 95 on cpu 1:",
+        "[   20.000003]  ext2_new_blocks+0x1c5/0x210",
+        "[   20.000004] read to 0xffff888004a3c0d8 of 4 bytes by task 96 on cpu 0:",
+        "[   20.000005]  ext2_new_blocks+0x2f1/0x6f0",
+        "[   20.000006] " + "=" * 66,
+        "[   21.000000] EXT2-fs (vdb): error: ext2_check_folio: bad entry in directory #2",
+        "FORK-EXIT-STATUS: 0", ""]))
+    row = {"commit": "b" * 40, "tree": "t" * 40, "flavour": "kcsan", "test": "stress",
+           "image_sha256": "a" * 64, "config_key": "c", "details": {"boot": str(console)},
            "reports": [{"signature": "S", "verdict": "FAIL", "title": "S",
                         "ext2_key": "ext2: S [ext2_new_blocks]"},
                        {"signature": "M", "verdict": "FAIL", "title": "EXT2-fs (vdb): error"},
                        {"signature": "K", "verdict": "known", "title": "K"}]}
-    cmd_check.add_evidence(row, cmd_check.evidence_path("t" * 40, "kcsan", "stress"))
-    got = cmd_check.base_reports("b" * 40, [], "kcsan", "stress", print)
-    assert sorted(got) == ["K", "ext2: S [ext2_new_blocks]"]
-    assert got["ext2: S [ext2_new_blocks]"] == "the base bbbbbbbbbbbb shows it too: /logs/1"
+    stored = cmd_check.add_evidence(row, guesttests.test_key("stress"))
+    got = cmd_check.base_reports("b" * 40, [row], "kcsan", "stress", print)
+    race = ("ext2: KCSAN: read 4 bytes in ext2_new_blocks / "
+            "write 4 bytes in ext2_new_blocks")
+    assert sorted(got) == sorted(["K", "ext2: S [ext2_new_blocks]", race])
+    assert got["ext2: S [ext2_new_blocks]"] == \
+        "the base bbbbbbbbbbbb shows it too: %s" % console
+    assert got[race] == "the base bbbbbbbbbbbb shows it too: %s" % stored
 
 
 def test_race_at_unknown_origin_in_ext2_is_never_known():
@@ -439,7 +458,7 @@ def test_check_passes_each_commit_what_it_changed(monkeypatch):
     monkeypatch.setattr(cmd_check, "base_reports", lambda *a: {"K": "ev"})
     monkeypatch.setattr(cmd_check, "qemu_binary", lambda: None)
     monkeypatch.setattr(cmd_check, "which", lambda *a: None)
-    monkeypatch.setattr(cmd_check, "evidence_path", lambda *a: None)
+    monkeypatch.setattr(cmd_check, "add_evidence", lambda *a: None)
     monkeypatch.setattr(funcdiff, "changed_functions",
                         lambda b, c: {"ext2_unlink"} if (b, c) == (base, c1) else set())
     monkeypatch.setattr(kernel, "cached_row", lambda *a: None)

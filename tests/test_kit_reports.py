@@ -172,33 +172,115 @@ def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
 
 
-def test_base_evidence_adds_up_over_runs(kit, monkeypatch):
-    """A report the base shows only in some boots (a virtio race) is known
-    once any run of the base showed it; a report it showed under another
-    flavour, or that was ext2's (FAIL), is not."""
+def kcsan_console(path, *races):
+    """A console log with one KCSAN report per race: (first access's
+    function, second's or None for a race at unknown origin)."""
+    out = ["[    1.000000] Run /init as init process", "FORK-GUEST-START 6.12 cpus=2"]
+    for n, (a, b) in enumerate(races):
+        t = "[   %d.%06d]" % (20 + n, 0)
+        out += [t + " " + "=" * 66,
+                t + " BUG: KCSAN: data-race in %s" % (a if b is None else "%s / %s" % (a, b))]
+        if b is None:
+            out += [t + " race at unknown origin, with read to 0xffff88800265f242 of 2 bytes "
+                    "by interrupt on cpu 0:", t + "  %s+0xc3/0xf0" % a,
+                    t + "  vp_interrupt+0x74/0x120"]
+        else:
+            caller = "ext2_new_blocks" if a.startswith("ext2") else "do_idle"
+            out += [t + " write to 0xffff888004a3c0d8 of 8 bytes by task 95 on cpu 1:",
+                    t + "  %s+0x1c5/0x210" % b, t + "  %s+0x4b2/0xa30" % caller, t,
+                    t + " read to 0xffff888004a3c0d8 of 8 bytes by task 96 on cpu 0:",
+                    t + "  %s+0x2f1/0x6f0" % a, t + "  %s+0x4b2/0xa30" % caller]
+        out += [t + " value changed: 0x5284 -> 0x5285", t + " " + "=" * 66]
+    out.append("FORK-EXIT-STATUS: 0")
+    path.write_text("\n".join(out) + "\n")
+    return str(path)
+
+
+VIRTIO = "BUG: KCSAN: data-race in vring_interrupt"
+EXT2_RACE = ("ext2: KCSAN: read 8 bytes in ext2_try_to_allocate_with_rsv / "
+             "write 8 bytes in try_to_extend_reservation")
+
+
+@pytest.fixture
+def evidence(kit, monkeypatch, tmp_path):
+    """cmd_check with a base tree "t"*40 whose builds are indexed by
+    config key: "cA" built image "A"*64, "cB" image "B"*64, each with the
+    ext2 function list EXT2; and a helper that makes a base row."""
     from forkkit import cmd_check
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    monkeypatch.setattr(kbuild, "read_index", lambda path: {
+        "sha256": ("A" if "-cA" in path else "B") * 64, "ext2_symbols": EXT2})
 
-    def base_row(n, reps):
-        return {"commit": "b" * 40, "tree": "t" * 40, "details": {"boot": "/logs/%d" % n},
-                "reports": [{"signature": s, "verdict": v, "title": s} for s, v in reps]}
-    def add(row, flavour):
-        cmd_check.add_evidence(row, cmd_check.evidence_path("t" * 40, flavour, "stress"))
-    add(base_row(1, [("S1", "known"), ("E", "FAIL")]), "kcsan")
-    add(base_row(2, [("S2", "known"), ("S1", "known")]), "kcsan")
-    add(base_row(3, [("S3", "known")]), "kasan")
-    this = base_row(4, [])
+    def base_row(n, image, *races, reports=()):
+        console = kcsan_console(tmp_path / ("base-%d.console" % n), *races)
+        return {"commit": "b" * 40, "tree": "t" * 40, "flavour": "kcsan", "test": "stress",
+                "image_sha256": image * 64, "config_key": "c" + image, "kit": "k",
+                "details": {"boot": console}, "reports": list(reports)}
+    return cmd_check, base_row
+
+
+def test_base_evidence_adds_up_over_runs(evidence, monkeypatch):
+    """A report the base image shows only in some boots (a virtio race) is
+    known once any stored console of that image showed it, read again by
+    the kit that judges (not the one that stored it); a console of another
+    image of the base, or of other test inputs, is not evidence."""
+    from forkkit import guesttests
+    cmd_check, base_row = evidence
+    key = guesttests.test_key("stress")
+    cmd_check.add_evidence(base_row(1, "A", ("vring_interrupt", None),
+                                    ("ext2_try_to_allocate_with_rsv",
+                                     "try_to_extend_reservation")), key)
+    cmd_check.add_evidence(base_row(2, "A", ("tick_nohz_idle_stop_tick",
+                                             "tick_sched_do_timer")), key)
+    cmd_check.add_evidence(base_row(3, "B", ("xas_clear_mark", "xas_find_marked")), key)
+    cmd_check.add_evidence(base_row(4, "A", ("rcu_all_qs", "rcu_qs")), "0ther-inputs")
+    this = base_row(5, "A")
     got = cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)
-    assert sorted(got) == ["S1", "S2"]
-    assert got["S1"].endswith("/logs/1") and got["S2"].endswith("/logs/2")
-    # evidence alone (no row of the base in this run or the cache) is enough
-    notes = []
-    assert sorted(cmd_check.base_reports("b" * 40, [], "kcsan", "stress", notes.append)) == \
-        ["S1", "S2"] and not notes
-    # evidence judged by other kit code does not count
+    assert sorted(got) == sorted([VIRTIO, EXT2_RACE, "BUG: KCSAN: data-race in "
+                                  "tick_nohz_idle_stop_tick / tick_sched_do_timer"])
+    assert got[VIRTIO].endswith("base-1.console") and "bbbbbbbbbbbb" in got[VIRTIO]
+    # another kit reads the same consoles and finds the same reports
     monkeypatch.setattr(kernel, "kit_key", lambda: "otherkit")
+    assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == got
+    # the base row names the image: with the other image, only its own console counts
+    other = base_row(6, "B")
+    assert list(cmd_check.base_reports("b" * 40, [other], "kcsan", "stress", print)) == \
+        ["BUG: KCSAN: data-race in xas_clear_mark / xas_find_marked"]
+    # without a row of the base (this run or the cache) the image is unknown
+    notes = []
     assert cmd_check.base_reports("b" * 40, [], "kcsan", "stress", notes.append) == {}
+    assert "has no kcsan/stress result" in notes[0]
+
+
+def test_base_evidence_needs_the_image_and_its_ext2_list(evidence, monkeypatch):
+    """A console is kept only with the build's list of ext2 functions for
+    exactly the image that booted (else ext2's races could not be told
+    from others when it is read again); a stored console that is gone, or
+    whose record names another image, adds nothing."""
+    from forkkit import guesttests
+    cmd_check, base_row = evidence
+    key = guesttests.test_key("stress")
+    row = base_row(1, "A", ("vring_interrupt", None))
+    monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "B" * 64,
+                                                            "ext2_symbols": EXT2})
+    assert cmd_check.add_evidence(row, key) is None
+    monkeypatch.setattr(kbuild, "read_index", lambda path: None)
+    assert cmd_check.add_evidence(row, key) is None
+    monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "A" * 64,
+                                                            "ext2_symbols": EXT2})
+    stored = cmd_check.add_evidence(row, key)
+    this = base_row(2, "A")
+    assert list(cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)) == [VIRTIO]
+    meta = json.load(open(stored + ".json"))
+    meta["image_sha256"] = "B" * 64
+    json.dump(meta, open(stored + ".json", "w"))
+    assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
+    meta["image_sha256"] = "A" * 64
+    json.dump(meta, open(stored + ".json", "w"))
+    import os
+    os.unlink(stored)
+    assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
 
 
 def test_markdown_names_what_produced_each_row():

@@ -31,12 +31,15 @@ evidence; any other report fails.  For a KCSAN data race, the stacks are the rac
 accesses' own top frames (a virtio race with ext2_writepages() far down
 the flushing task's stack is not ext2's; its signature names the ext2
 function it came from, so only the same race from the same ext2 code in
-the base excuses it).  Every run of the base adds what it showed to the
-base's evidence (work/cache/known/, keyed by the base's tree, flavour,
-test, the test's inputs and the kit's code), so a report that the base
-shows only in some boots is established by checking the base again
-(``check --force <base> --config kcsan --test stress``).  The base commit
-comes first in the default range.
+the base excuses it).  Every run of the base keeps its console as the
+base's evidence (work/cache/base-consoles/, keyed by the sha256 of the
+base image that booted, the flavour, the test and the test's inputs, not
+by the kit): each check reads all of them again with its own code, so a
+report that the base shows only in some boots is established by
+checking the base again (``check --force <base> --config kcsan --test
+stress``), and stays established when the kit changes.  The base commit
+comes first in the default range; a range without it uses the base's
+cached row, and without one every report outside ext2 fails.
 
 Prints a table and exits non-zero if any cell failed.  Passing results are
 cached by the commit's tree id, config flavour, guest test and its inputs
@@ -47,8 +50,9 @@ re-checks nothing; ``--force`` redoes them.
 
 import json
 import os
+import shutil
 
-from . import funcdiff, guesttests, kernel
+from . import funcdiff, guesttests, kbuild, kernel, reports
 from .common import (Lock, Progress, check_output_path, ensure_dir, git, git_ok,
                      require_ktree, rev_parse, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
@@ -137,14 +141,13 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             which("mke2fs", "e2fsprogs")
             which("e2fsck", "e2fsprogs")
             preflight_done = True
-        # the base's evidence file is named by the inputs (ci/, the kit)
-        # before the run: a run during which they changed adds nothing
-        ev_path = evidence_path(git(["rev-parse", commit + "^{tree}"]), flavour, test) \
-            if known == "base" else None
+        # the base's evidence is named by the test's inputs (ci/) before
+        # the run: a run during which they changed adds nothing
+        test_key = guesttests.test_key(test) if known == "base" else None
         rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known,
                                         changed=changed))
-        if ev_path and evidence_path(rows[-1]["tree"], flavour, test) == ev_path:
-            add_evidence(rows[-1], ev_path)
+        if test_key and guesttests.test_key(test) == test_key:
+            add_evidence(rows[-1], test_key)
     out(table(rows))
     for r in rows:
         for rep in r.get("reports", []):
@@ -157,23 +160,44 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     return rows
 
 
-def evidence_path(tree, flavour, test):
-    """Where the reports that the base tree `tree` showed under this flavour
-    and test are kept (outside ext2 by signature, in ext2's code by
-    ext2_key): keyed also by the test's inputs and the
-    kit's code (which judged each report to be outside ext2), so that a
-    report judged by other code never excuses one."""
-    return os.path.join(ensure_dir(wpath("cache", "known")), "%s-%s-%s-%s-%s.json" % (
-        tree, flavour, test, guesttests.test_key(test), kernel.kit_key()))
+def evidence_dir(image_sha256, flavour, test, test_key):
+    """Where the consoles of the base image `image_sha256` under this
+    flavour and guest test (with inputs `test_key`) are kept: what that
+    kernel showed, independent of the kit that judged it.  Every run
+    re-reads them with its own code (base_reports())."""
+    return wpath("cache", "base-consoles", "%s-%s-%s-%s" % (image_sha256, flavour, test,
+                                                            test_key))
 
 
-def read_evidence(path):
-    try:
-        with open(path) as fh:
-            got = json.load(fh)
-    except (OSError, ValueError):
-        return {}
-    return got if isinstance(got, dict) else {}
+def add_evidence(row, test_key):
+    """Keep the console of a base row (the base kernel booted under
+    `row`'s flavour and test, with the test's inputs `test_key` as they were
+    when the run began) in the base's evidence directory, with what
+    produced it and the build's list of ext2 functions (to tell ext2's
+    reports from others when it is read again).  Two checks may finish at
+    once: the copy is made under the "known" lock."""
+    console = row.get("details", {}).get("boot")
+    sha = row.get("image_sha256")
+    if not sha or not console or not os.path.isfile(console):
+        return None
+    entry = kbuild.read_index(kbuild.index_path(row["tree"], row["flavour"], row["config_key"]))
+    if not entry or entry.get("sha256") != sha or not entry.get("ext2_symbols"):
+        return None         # no list of ext2's functions for that image: not evidence
+    d = ensure_dir(evidence_dir(sha, row["flavour"], row["test"], test_key))
+    name = os.path.basename(console)
+    with Lock("known"):
+        dest = os.path.join(d, name)
+        if os.path.exists(dest + ".json"):
+            return dest
+        shutil.copyfile(console, dest + ".tmp")
+        os.replace(dest + ".tmp", dest)
+        meta = {"commit": row["commit"], "tree": row["tree"], "image_sha256": sha,
+                "config_key": row["config_key"], "kit": row.get("kit"),
+                "console": console, "ext2_symbols": entry["ext2_symbols"]}
+        with open(dest + ".json.tmp", "w") as fh:
+            json.dump(meta, fh, indent=1)
+        os.replace(dest + ".json.tmp", dest + ".json")
+    return dest
 
 
 def shown_by_base(row):
@@ -190,41 +214,53 @@ def shown_by_base(row):
     return got
 
 
-def add_evidence(row, path):
-    """Add the reports that a base row showed to the base's evidence file
-    `path` (shown_by_base()), the first log that showed each report.  Two
-    checks may finish at once: the read-modify-write holds the "known"
-    lock."""
-    new = shown_by_base(row)
-    if not new:
-        return
-    with Lock("known"):
-        have = read_evidence(path)
-        new = {k: v for k, v in new.items() if k not in have}
-        if new:
-            have.update(new)
-            tmp = "%s.tmp-%d" % (path, os.getpid())
-            with open(tmp, "w") as fh:
-                json.dump(have, fh, indent=1, sort_keys=True)
-            os.replace(tmp, path)
+def shown_in_console(console, meta, test):
+    """shown_by_base() of a stored base console, judged by this kit's code:
+    the reports the guest test does not allow, outside ext2 by signature,
+    in ext2's code by ext2_key."""
+    _, found = kernel.sanitizer_reports(console, guesttests.spec(test))
+    failing, excused = reports.judge(found, meta["ext2_symbols"], "base")
+    ev = "the base %s shows it too: %s" % (meta["commit"][:12], console)
+    got = {}
+    for r, _ in excused:
+        got[r.signature] = ev
+    for r in failing:
+        if r.ext2_key:
+            got[r.ext2_key] = ev
+    return got
 
 
 def base_reports(base, rows, flavour, test, out):
     """{key: evidence} of the reports that the base snapshot showed under
-    this flavour and test (shown_by_base()): in this run's row of the
-    base, in its cached result, and in every earlier run of it (the base's
-    evidence); {} (every report fails) when there is none of these."""
+    this flavour and test: in this run's row of the base or its cached
+    result, and in every stored console of the same base image under the
+    same test inputs (evidence_dir()), each read again by this kit; {}
+    (every report fails) when the base has no row to name its image."""
     tree = git(["rev-parse", base + "^{tree}"])
     row = next((r for r in rows if r["commit"] == base), None)
     if row is None:
         row = kernel.cached(tree, flavour, test)
-    got = read_evidence(evidence_path(tree, flavour, test))
-    if row is None and not got:
+    if row is None:
         out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
         return {}
-    if row is not None:
-        got.update(shown_by_base(row))
+    got = {}
+    sha = row.get("image_sha256")
+    d = evidence_dir(sha, flavour, test, guesttests.test_key(test)) if sha else None
+    stored = sorted(f for f in os.listdir(d) if f.endswith(".json")) \
+        if d and os.path.isdir(d) else []
+    for name in stored:
+        console = os.path.join(d, name[:-len(".json")])
+        try:
+            with open(os.path.join(d, name)) as fh:
+                meta = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if meta.get("image_sha256") != sha or not os.path.isfile(console):
+            continue
+        for key, ev in shown_in_console(console, meta, test).items():
+            got.setdefault(key, ev)
+    got.update(shown_by_base(row))
     return got
 
 

@@ -101,6 +101,15 @@ def cached(tree, flavour, test):
     return row
 
 
+def sanitizer_reports(log, spec):
+    """(every report parsed from console `log`, those of them that the guest
+    test `spec` neither expects nor allows): what a sanitizer kernel's
+    reports are judged on."""
+    allowed = [re.compile(e) for e in spec.expect + spec.allow]
+    parsed = reports.parse(log)
+    return parsed, [r for r in parsed if not any(e.search(r.first_line) for e in allowed)]
+
+
 def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=(),
              flavour="base", changed=ALL):
     """Boot `image` with guest test `test`; return {"cells", "details",
@@ -133,8 +142,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     judged = []
     failing = None
     if known is not None:
-        parsed = reports.parse(boot.log)
-        found = [r for r in parsed if not any(e.search(r.first_line) for e in allowed)]
+        parsed, found = sanitizer_reports(boot.log, spec)
         failing, excused_reports = reports.judge(found, ext2_symbols, known, changed)
         # a report line no parsed report covers is never excused
         covered = {line for r in parsed for line in r.lines}
