@@ -228,7 +228,10 @@ def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "a" * 64,
                                                             "ext2_symbols": sorted(EXT2)})
     console = tmp_path / "base.console"
+    import os
     console.write_text("\n".join([
+        "# qemu-system-x86_64 -kernel /w/%s.bzImage -initrd /w/initrd-%d.cpio -append x"
+        % ("a" * 64, os.getpid()),
         "FORK-GUEST-START 6.12 cpus=2",
         "[   20.000000] " + "=" * 66,
         "[   20.000001] BUG: KCSAN: data-race in ext2_new_blocks / ext2_new_blocks",

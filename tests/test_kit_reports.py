@@ -157,7 +157,8 @@ def test_defined_functions(tmp_path):
 
 def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     from forkkit import cmd_check
-    rows = [{"commit": "b" * 40, "details": {"boot": "/logs/base.console"},
+    rows = [{"commit": "b" * 40, "image_sha256": "a" * 64,
+             "details": {"boot": "/logs/base.console"},
              "reports": [{"signature": "S1", "verdict": "known", "title": "t1"},
                          {"signature": "S2", "verdict": "FAIL", "title": "t2"}]}]
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
@@ -172,10 +173,20 @@ def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
 
 
-def kcsan_console(path, *races):
-    """A console log with one KCSAN report per race: (first access's
-    function, second's or None for a race at unknown origin)."""
-    out = ["[    1.000000] Run /init as init process", "FORK-GUEST-START 6.12 cpus=2"]
+def qemu_line(image_sha256, pid=None):
+    """The first line of a console as qemu.run_guest writes it."""
+    import os
+    return ("# /usr/bin/qemu-system-x86_64 -accel tcg -kernel /w/kernels/%s.bzImage "
+            "-initrd /w/tmp/initrd-%d.cpio -append 'console=ttyS0'"
+            % (image_sha256, os.getpid() if pid is None else pid))
+
+
+def kcsan_console(path, *races, image="A" * 64, pid=None):
+    """A console log of a boot of `image` by process `pid` (default: this
+    one) with one KCSAN report per race: (first access's function, second's
+    or None for a race at unknown origin)."""
+    out = [qemu_line(image, pid), "[    1.000000] Run /init as init process",
+           "FORK-GUEST-START 6.12 cpus=2"]
     for n, (a, b) in enumerate(races):
         t = "[   %d.%06d]" % (20 + n, 0)
         out += [t + " " + "=" * 66,
@@ -212,9 +223,10 @@ def evidence(kit, monkeypatch, tmp_path):
     monkeypatch.setattr(kbuild, "read_index", lambda path: {
         "sha256": ("A" if "-cA" in path else "B") * 64, "ext2_symbols": EXT2})
 
-    def base_row(n, image, *races, reports=()):
-        console = kcsan_console(tmp_path / ("base-%d.console" % n), *races)
-        return {"commit": "b" * 40, "tree": "t" * 40, "flavour": "kcsan", "test": "stress",
+    def base_row(n, image, *races, reports=(), pid=None, flavour="kcsan", test="stress"):
+        console = kcsan_console(tmp_path / ("base-%d.console" % n), *races, image=image * 64,
+                                pid=pid)
+        return {"commit": "b" * 40, "tree": "t" * 40, "flavour": flavour, "test": test,
                 "image_sha256": image * 64, "config_key": "c" + image, "kit": "k",
                 "details": {"boot": console}, "reports": list(reports)}
     return cmd_check, base_row
@@ -232,14 +244,18 @@ def test_base_evidence_adds_up_over_runs(evidence, monkeypatch):
                                     ("ext2_try_to_allocate_with_rsv",
                                      "try_to_extend_reservation")), key)
     cmd_check.add_evidence(base_row(2, "A", ("tick_nohz_idle_stop_tick",
-                                             "tick_sched_do_timer")), key)
+                                             "tick_sched_do_timer"),
+                                    ("vring_interrupt", None)), key)
     cmd_check.add_evidence(base_row(3, "B", ("xas_clear_mark", "xas_find_marked")), key)
     cmd_check.add_evidence(base_row(4, "A", ("rcu_all_qs", "rcu_qs")), "0ther-inputs")
     this = base_row(5, "A")
     got = cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)
     assert sorted(got) == sorted([VIRTIO, EXT2_RACE, "BUG: KCSAN: data-race in "
                                   "tick_nohz_idle_stop_tick / tick_sched_do_timer"])
-    assert got[VIRTIO].endswith("base-1.console") and "bbbbbbbbbbbb" in got[VIRTIO]
+    # the first console that showed a report is its evidence
+    first = cmd_check.stored_evidence(cmd_check.evidence_dir("A" * 64, "kcsan", "stress", key),
+                                      "A" * 64)[0][0]
+    assert got[VIRTIO] == "the base bbbbbbbbbbbb shows it too: %s" % first
     # another kit reads the same consoles and finds the same reports
     monkeypatch.setattr(kernel, "kit_key", lambda: "otherkit")
     assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == got
@@ -254,33 +270,110 @@ def test_base_evidence_adds_up_over_runs(evidence, monkeypatch):
 
 
 def test_base_evidence_needs_the_image_and_its_ext2_list(evidence, monkeypatch):
-    """A console is kept only with the build's list of ext2 functions for
-    exactly the image that booted (else ext2's races could not be told
-    from others when it is read again); a stored console that is gone, or
-    whose record names another image, adds nothing."""
+    """A console is kept only when this process booted exactly that image
+    (its QEMU line) and with the build's list of ext2 functions for that
+    image (else ext2's races could not be told from others when it is read
+    again); a stored console that is gone or was edited, or whose record
+    names another image or is not a record, adds nothing."""
+    import os
     from forkkit import guesttests
     cmd_check, base_row = evidence
     key = guesttests.test_key("stress")
     row = base_row(1, "A", ("vring_interrupt", None))
-    monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "B" * 64,
-                                                            "ext2_symbols": EXT2})
-    assert cmd_check.add_evidence(row, key) is None
-    monkeypatch.setattr(kbuild, "read_index", lambda path: None)
-    assert cmd_check.add_evidence(row, key) is None
+    this = base_row(2, "A")
+    # another process's boot (a log path shared by two checks), another image
+    assert cmd_check.add_evidence(base_row(3, "A", ("vring_interrupt", None), pid=1), key) \
+        is None
+    other = base_row(4, "B", ("vring_interrupt", None))
+    assert cmd_check.add_evidence(dict(other, image_sha256="A" * 64, config_key="cA"),
+                                  key) is None
+    for entry in ({"sha256": "B" * 64, "ext2_symbols": EXT2}, None,
+                  {"sha256": "A" * 64, "ext2_symbols": []}):
+        monkeypatch.setattr(kbuild, "read_index", lambda path, e=entry: e)
+        assert cmd_check.add_evidence(row, key) is None
+    assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
     monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "A" * 64,
                                                             "ext2_symbols": EXT2})
     stored = cmd_check.add_evidence(row, key)
-    this = base_row(2, "A")
+    assert stored and cmd_check.add_evidence(row, key) == stored     # once
     assert list(cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print)) == [VIRTIO]
-    meta = json.load(open(stored + ".json"))
-    meta["image_sha256"] = "B" * 64
-    json.dump(meta, open(stored + ".json", "w"))
+    with open(stored + ".json") as fh:
+        meta = json.load(fh)
+    assert meta["tools"] is None or isinstance(meta["tools"], dict)
+    assert (meta["flavour"], meta["test"], meta["test_key"]) == ("kcsan", "stress", key)
+
+    def rewrite(m):
+        with open(stored + ".json", "w") as fh:
+            json.dump(m, fh)
+    for bad in (dict(meta, image_sha256="B" * 64), ["not", "a", "record"],
+                {k: v for k, v in meta.items() if k != "ext2_symbols"}):
+        rewrite(bad)
+        assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
+    rewrite(meta)
+    with open(stored, "a") as fh:
+        fh.write("[   99.000000] edited\n")
     assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
-    meta["image_sha256"] = "A" * 64
-    json.dump(meta, open(stored + ".json", "w"))
-    import os
     os.unlink(stored)
     assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
+
+
+def test_base_evidence_is_per_flavour_and_test(evidence):
+    """A console of the base image under another test or flavour (smoke,
+    kasan's boot arguments) is not evidence for kcsan/stress; a report the
+    guest test allows is not evidence either."""
+    from forkkit import guesttests
+    cmd_check, base_row = evidence
+    race = ("tick_nohz_idle_stop_tick", "tick_sched_do_timer")
+    cmd_check.add_evidence(base_row(1, "A", race, test="smoke"), guesttests.test_key("smoke"))
+    cmd_check.add_evidence(base_row(2, "A", race, flavour="kasan"),
+                           guesttests.test_key("stress"))
+    this = base_row(3, "A")
+    assert cmd_check.base_reports("b" * 40, [this], "kcsan", "stress", print) == {}
+    assert list(cmd_check.base_reports("b" * 40, [dict(this, test="smoke")], "kcsan", "smoke",
+                                       print)) == ["BUG: KCSAN: data-race in "
+                                                   "tick_nohz_idle_stop_tick / "
+                                                   "tick_sched_do_timer"]
+
+
+def test_base_evidence_wiring_in_run_check(evidence, monkeypatch):
+    """run_check keeps the console of the base's row only (not of a series
+    commit, not of a cached hit), under the test inputs taken before the
+    run, and none when they changed during it."""
+    from forkkit import cmd_check as cc, funcdiff, guesttests
+    _, base_row = evidence
+    base, c1 = "b" * 40, "c" * 40
+    added = []
+    keys = iter(["k-before", "k-before", "k-before", "k-before"])
+    monkeypatch.setattr(guesttests, "test_key", lambda test: next(keys))
+    monkeypatch.setattr(cc, "commits_of", lambda rng, series: [base, c1])
+    monkeypatch.setattr(cc, "rev_parse", lambda rev: base)
+    monkeypatch.setattr(cc, "require_ktree", lambda: None)
+    monkeypatch.setattr(cc, "git_ok", lambda args: True)
+    monkeypatch.setattr(cc, "base_reports", lambda *a: {})
+    monkeypatch.setattr(cc, "qemu_binary", lambda: None)
+    monkeypatch.setattr(cc, "which", lambda *a: None)
+    monkeypatch.setattr(cc, "add_evidence", lambda row, key: added.append((row["commit"], key)))
+    monkeypatch.setattr(funcdiff, "changed_functions", lambda b, c: set())
+    monkeypatch.setattr(kernel, "cached_row", lambda *a: None)
+    monkeypatch.setattr(kernel, "check_commit", lambda commit, *a, **k: dict(
+        base_row(1, "A"), commit=commit, cells=dict.fromkeys(kernel.CELLS, "pass"),
+        seconds=0, subject="s"))
+    series = type("S", (), {"distro_branch": "distro/x", "rel": "p"})()
+    cc.run_check(flavour="kcsan", test="stress", out=lambda *a: None, series=series)
+    assert added == [(base, "k-before")]
+    # the inputs changed during the base's run: nothing kept
+    added.clear()
+    keys = iter(["k-before", "k-after"])
+    cc.run_check(flavour="kcsan", test="stress", out=lambda *a: None, series=series)
+    assert added == []
+    # a cached hit of the base runs nothing and keeps nothing
+    added.clear()
+    keys = iter(["k"] * 4)
+    monkeypatch.setattr(kernel, "cached_row", lambda commit, *a: dict(
+        base_row(2, "A"), commit=commit, cells=dict.fromkeys(kernel.CELLS, "pass"),
+        seconds=0, subject="s", cached=True))
+    cc.run_check(flavour="kcsan", test="stress", out=lambda *a: None, series=series)
+    assert added == []
 
 
 def test_markdown_names_what_produced_each_row():

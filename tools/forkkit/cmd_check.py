@@ -33,13 +33,16 @@ the flushing task's stack is not ext2's; its signature names the ext2
 function it came from, so only the same race from the same ext2 code in
 the base excuses it).  Every run of the base keeps its console as the
 base's evidence (work/cache/base-consoles/, keyed by the sha256 of the
-base image that booted, the flavour, the test and the test's inputs, not
-by the kit): each check reads all of them again with its own code, so a
-report that the base shows only in some boots is established by
-checking the base again (``check --force <base> --config kcsan --test
-stress``), and stays established when the kit changes.  The base commit
-comes first in the default range; a range without it uses the base's
-cached row, and without one every report outside ext2 fails.
+base image that booted, the flavour, the test and the test's inputs,
+which include the test's definition; not by the kit's code): each check
+reads all of them again with its own code and the ext2 function list of
+that image's build.  So a report that the base shows only in some boots
+is established by checking the base again (``check --force <base>
+--config kcsan --test stress``), and stays established across kit
+changes.  The consoles are found through the base's row, which names its
+image: the base comes first in the default range; a range without it
+uses the base's cached row (cached per kit, and only a pass), and without
+one every report outside ext2 fails.
 
 Prints a table and exits non-zero if any cell failed.  Passing results are
 cached by the commit's tree id, config flavour, guest test and its inputs
@@ -50,11 +53,13 @@ re-checks nothing; ``--force`` redoes them.
 
 import json
 import os
+import re
 import shutil
+import time
 
 from . import funcdiff, guesttests, kbuild, kernel, reports
 from .common import (Lock, Progress, check_output_path, ensure_dir, git, git_ok,
-                     require_ktree, rev_parse, which, wpath)
+                     require_ktree, rev_parse, sha256_file, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
@@ -163,40 +168,57 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
 def evidence_dir(image_sha256, flavour, test, test_key):
     """Where the consoles of the base image `image_sha256` under this
     flavour and guest test (with inputs `test_key`) are kept: what that
-    kernel showed, independent of the kit that judged it.  Every run
-    re-reads them with its own code (base_reports())."""
+    kernel showed, whichever kit judged it then.  Every check reads them
+    again with its own code (base_reports())."""
     return wpath("cache", "base-consoles", "%s-%s-%s-%s" % (image_sha256, flavour, test,
                                                             test_key))
+
+
+def booted_here(console, image_sha256):
+    """Whether `console` is the log of a boot of the image `image_sha256` by
+    this process: its first line is the QEMU command line, which names the
+    stored image and this process's initramfs."""
+    try:
+        with open(console, errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return False
+    return first.startswith("# ") and ("/%s.bzImage " % image_sha256) in first \
+        and ("/initrd-%d.cpio " % os.getpid()) in first
 
 
 def add_evidence(row, test_key):
     """Keep the console of a base row (the base kernel booted under
     `row`'s flavour and test, with the test's inputs `test_key` as they were
-    when the run began) in the base's evidence directory, with what
-    produced it and the build's list of ext2 functions (to tell ext2's
-    reports from others when it is read again).  Two checks may finish at
-    once: the copy is made under the "known" lock."""
+    when the run began) in the base's evidence directory, named by its
+    sha256, with what produced it and its build's list of ext2 functions
+    (to tell ext2's reports from others when it is read again).  Only a
+    console that this process booted from exactly that image is kept.
+    Returns the stored path, or None."""
     console = row.get("details", {}).get("boot")
     sha = row.get("image_sha256")
-    if not sha or not console or not os.path.isfile(console):
+    if not sha or not console or not booted_here(console, sha):
         return None
     entry = kbuild.read_index(kbuild.index_path(row["tree"], row["flavour"], row["config_key"]))
     if not entry or entry.get("sha256") != sha or not entry.get("ext2_symbols"):
         return None         # no list of ext2's functions for that image: not evidence
     d = ensure_dir(evidence_dir(sha, row["flavour"], row["test"], test_key))
-    name = os.path.basename(console)
-    with Lock("known"):
-        dest = os.path.join(d, name)
-        if os.path.exists(dest + ".json"):
-            return dest
-        shutil.copyfile(console, dest + ".tmp")
-        os.replace(dest + ".tmp", dest)
-        meta = {"commit": row["commit"], "tree": row["tree"], "image_sha256": sha,
-                "config_key": row["config_key"], "kit": row.get("kit"),
-                "console": console, "ext2_symbols": entry["ext2_symbols"]}
-        with open(dest + ".json.tmp", "w") as fh:
-            json.dump(meta, fh, indent=1)
-        os.replace(dest + ".json.tmp", dest + ".json")
+    with Lock("base-evidence"):
+        tmp = os.path.join(d, "console.tmp-%d" % os.getpid())
+        shutil.copyfile(console, tmp)
+        csha = sha256_file(tmp)
+        dest = os.path.join(d, "%s.console" % csha)
+        os.replace(tmp, dest)
+        if not os.path.exists(dest + ".json"):
+            meta = {"commit": row["commit"], "tree": row["tree"], "image_sha256": sha,
+                    "config_key": row["config_key"], "flavour": row["flavour"],
+                    "test": row["test"], "test_key": test_key, "console_sha256": csha,
+                    "console": console, "kit": row.get("kit"), "tools": row.get("tools"),
+                    "stored": "%.6f" % time.time(),
+                    "ext2_symbols": entry["ext2_symbols"]}
+            with open(dest + ".json.tmp", "w") as fh:
+                json.dump(meta, fh, indent=1)
+            os.replace(dest + ".json.tmp", dest + ".json")
     return dest
 
 
@@ -215,9 +237,10 @@ def shown_by_base(row):
 
 
 def shown_in_console(console, meta, test):
-    """shown_by_base() of a stored base console, judged by this kit's code:
-    the reports the guest test does not allow, outside ext2 by signature,
-    in ext2's code by ext2_key."""
+    """shown_by_base() of a stored base console, judged by this kit's code
+    with the ext2 function list of the image's build: the reports the guest
+    test does not allow, outside ext2 by signature, in ext2's code by
+    ext2_key."""
     _, found = kernel.sanitizer_reports(console, guesttests.spec(test))
     failing, excused = reports.judge(found, meta["ext2_symbols"], "base")
     ev = "the base %s shows it too: %s" % (meta["commit"][:12], console)
@@ -230,14 +253,40 @@ def shown_in_console(console, meta, test):
     return got
 
 
+EVIDENCE_KEYS = ("commit", "image_sha256", "console_sha256", "ext2_symbols", "stored")
+
+
+def stored_evidence(d, image_sha256):
+    """[(console path, record)] of the evidence directory `d` whose record
+    names the image `image_sha256` and whose console is intact (its sha256
+    as recorded), oldest first; any other entry is left out."""
+    found = []
+    for name in os.listdir(d) if os.path.isdir(d) else []:
+        if not name.endswith(".console.json"):
+            continue
+        console = os.path.join(d, name[:-len(".json")])
+        try:
+            with open(os.path.join(d, name)) as fh:
+                meta = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(meta, dict) or any(k not in meta for k in EVIDENCE_KEYS) \
+                or not re.fullmatch(r"\d+\.\d+", str(meta["stored"])) \
+                or meta["image_sha256"] != image_sha256 or not os.path.isfile(console) \
+                or sha256_file(console) != meta["console_sha256"]:
+            continue
+        found.append((str(meta["stored"]), console, meta))
+    return [(c, m) for _, c, m in sorted(found, key=lambda x: (float(x[0]), x[1]))]
+
+
 def base_reports(base, rows, flavour, test, out):
     """{key: evidence} of the reports that the base snapshot showed under
     this flavour and test: in this run's row of the base or its cached
     result, and in every stored console of the same base image under the
     same test inputs (evidence_dir()), each read again by this kit; {}
-    (every report fails) when the base has no row to name its image."""
+    (every report fails) when the base has no row that names its image."""
     tree = git(["rev-parse", base + "^{tree}"])
-    row = next((r for r in rows if r["commit"] == base), None)
+    row = next((r for r in rows if r["commit"] == base and r.get("image_sha256")), None)
     if row is None:
         row = kernel.cached(tree, flavour, test)
     if row is None:
@@ -245,22 +294,12 @@ def base_reports(base, rows, flavour, test, out):
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))
         return {}
     got = {}
-    sha = row.get("image_sha256")
-    d = evidence_dir(sha, flavour, test, guesttests.test_key(test)) if sha else None
-    stored = sorted(f for f in os.listdir(d) if f.endswith(".json")) \
-        if d and os.path.isdir(d) else []
-    for name in stored:
-        console = os.path.join(d, name[:-len(".json")])
-        try:
-            with open(os.path.join(d, name)) as fh:
-                meta = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if meta.get("image_sha256") != sha or not os.path.isfile(console):
-            continue
+    d = evidence_dir(row["image_sha256"], flavour, test, guesttests.test_key(test))
+    for console, meta in stored_evidence(d, row["image_sha256"]):
         for key, ev in shown_in_console(console, meta, test).items():
             got.setdefault(key, ev)
-    got.update(shown_by_base(row))
+    if row.get("details", {}).get("boot"):
+        got.update(shown_by_base(row))
     return got
 
 

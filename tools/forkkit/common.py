@@ -55,14 +55,20 @@ def logs_dir():
 
 
 def new_log(kind):
+    """A new, empty log file of this process's own: created here, so that
+    two processes asking in the same second never share one (nor the
+    console and other files named after it)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = os.path.join(logs_dir(), "%s-%s" % (kind, stamp))
     path = base + ".log"
     n = 1
-    while os.path.exists(path):
-        path = "%s.%d.log" % (base, n)
-        n += 1
-    return path
+    while True:
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return path
+        except FileExistsError:
+            path = "%s.%d.log" % (base, n)
+            n += 1
 
 
 class Progress:
