@@ -53,7 +53,6 @@ re-checks nothing; ``--force`` redoes them.
 
 import json
 import os
-import re
 import shutil
 import time
 
@@ -243,14 +242,10 @@ def shown_in_console(console, meta, test):
     ext2_key."""
     _, found = kernel.sanitizer_reports(console, guesttests.spec(test))
     failing, excused = reports.judge(found, meta["ext2_symbols"], "base")
-    ev = "the base %s shows it too: %s" % (meta["commit"][:12], console)
-    got = {}
-    for r, _ in excused:
-        got[r.signature] = ev
-    for r in failing:
-        if r.ext2_key:
-            got[r.ext2_key] = ev
-    return got
+    judged = [dict(r.as_dict(), verdict="known") for r, _ in excused] + \
+        [dict(r.as_dict(), verdict="FAIL") for r in failing]
+    return shown_by_base({"commit": meta["commit"], "details": {"boot": console},
+                          "reports": judged})
 
 
 EVIDENCE_KEYS = ("commit", "image_sha256", "console_sha256", "ext2_symbols", "stored")
@@ -271,12 +266,14 @@ def stored_evidence(d, image_sha256):
         except (OSError, ValueError):
             continue
         if not isinstance(meta, dict) or any(k not in meta for k in EVIDENCE_KEYS) \
-                or not re.fullmatch(r"\d+\.\d+", str(meta["stored"])) \
                 or meta["image_sha256"] != image_sha256 or not os.path.isfile(console) \
                 or sha256_file(console) != meta["console_sha256"]:
             continue
-        found.append((str(meta["stored"]), console, meta))
-    return [(c, m) for _, c, m in sorted(found, key=lambda x: (float(x[0]), x[1]))]
+        try:
+            found.append((float(meta["stored"]), console, meta))
+        except (TypeError, ValueError):
+            continue
+    return [(c, m) for _, c, m in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
 def base_reports(base, rows, flavour, test, out):
