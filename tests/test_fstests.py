@@ -160,6 +160,8 @@ def test_guest_script_syntax_and_content(tmp_path):
     assert "mkfs.ext2 -F -q $d" in inner and "/dev/vdb /dev/vdc" in inner
     assert "generic/001\ngeneric/013\nFORK_EOF" in script
     assert "mount -t ext4 /dev/vda /mnt/root" in script
+    # the loopback device is up before check runs (locktest talks TCP)
+    assert script.index("ip link set lo up") < script.index("chroot /mnt/root")
 
 
 CONSOLE_CRASH = """\

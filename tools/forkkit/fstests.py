@@ -150,6 +150,10 @@ def guest_script(tests, limit_s, profile=None):
         "mount -t tmpfs tmpfs %s/tmp" % r,
         "mount -t ext4 %s %s/results || { echo 'FSTESTS-ERROR: cannot mount the results "
         "disk'; exit 90; }" % (DEVICES["results"], r),
+        # locktest (generic/131, generic/478) runs client and server over TCP
+        # to localhost: the loopback device starts down
+        "ip link set lo up || echo 'FSTESTS-WARNING: cannot bring up lo: tests over TCP "
+        "to localhost will fail'",
         "cat > %s/opt/xfstests/local.config <<'FORK_EOF'\n%sFORK_EOF" % (r, profile_text(profile)),
         "cat > %s/results/fork-tests <<'FORK_EOF'\n%s\nFORK_EOF" % (r, "\n".join(tests)),
         "cat > %s/results/fork-run.sh <<'FORK_EOF'\n%s\nFORK_EOF" % (r, run),
