@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from forkkit import guesttests
+from conftest import BASE_CONFIG
+from forkkit import guesttests, kernel
 from forkkit.common import ForkError
 
 
@@ -139,6 +140,19 @@ def test_test_key_and_names(kit):
     assert guesttests.test_key("stress") != key
     (kit.repo / "ci" / "guest" / "init").write_text("changed\n")
     assert guesttests.test_key("smoke") != key
+    # a flavour's fragment is not an input of the guest side (the image's
+    # sha256 names the config): editing one keeps every test's key, and
+    # only the check cache of that flavour changes
+    key = guesttests.test_key("smoke")
+    cache = {f: kernel.cache_key(f, "smoke") for f in ("base", "debug", "lockstat")}
+    kc = kit.repo / "ci" / "kconfig"
+    (kc / "debug.config").write_text("CONFIG_DEBUG_KERNEL=y\nCONFIG_DEBUG_INFO=y\n")
+    assert guesttests.test_key("smoke") == key
+    assert kernel.cache_key("debug", "smoke") != cache["debug"]
+    assert kernel.cache_key("base", "smoke") == cache["base"]
+    assert kernel.cache_key("lockstat", "smoke") == cache["lockstat"]
+    (kc / "base.config").write_text(BASE_CONFIG + "CONFIG_PRINTK=y\n")
+    assert kernel.cache_key("lockstat", "smoke") != cache["lockstat"]
     guesttests.check_test_name("smoke")
     with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress, seed"):
         guesttests.check_test_name("nope")

@@ -24,7 +24,7 @@ import os
 import re
 import time
 
-from . import guesttests, reports
+from . import guesttests, kbuild, reports
 from .common import ForkError, ensure_dir, git, new_log, run, wpath
 from .funcdiff import ALL, with_tail_calls
 from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
@@ -76,10 +76,12 @@ def tool_versions():
 
 
 def cache_key(flavour, test):
-    """What a verdict was produced by, besides the tree: the config flavour,
-    the guest test and its inputs (ci/guest, ci/kconfig), and the kit's code.
-    The QEMU and e2fsprogs versions are named in the entry (`tools`)."""
-    return "%s-%s-%s-%s" % (flavour, test, guesttests.test_key(test), kit_key())
+    """What a verdict was produced by, besides the tree: the config flavour
+    and its fragments, the guest test and its inputs (ci/guest), and the
+    kit's code.  The QEMU and e2fsprogs versions are named in the entry
+    (`tools`)."""
+    return "%s-%s-%s-%s-%s" % (flavour, test, kbuild.fragments_key(flavour),
+                               guesttests.test_key(test), kit_key())
 
 
 def cache_path(tree, flavour, test):
