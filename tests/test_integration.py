@@ -96,15 +96,20 @@ def test_compare_primary_with_each_backport():
     assert p.returncode == 0, p.stderr
     for bp in backports:
         assert "# patches/ vs %s/" % bp in p.stdout
-    # Every primary patch appears once on the left of each listing, paired
-    # ("=" or "!") or alone ("<", when the backport differs too much for
-    # range-diff to pair it), and each report lists twice (summary and full
-    # range-diff).  Subjects are not matched: not every patch is "ext2: ".
-    left = re.findall(r"^(\d+):  [0-9a-f]+ [=!<] ", p.stdout, re.M)
+    # Each report lists twice (summary and full range-diff), each listing
+    # in a code fence.  Every primary patch appears once on the left of
+    # each listing, paired ("=" or "!") or alone ("<", when the backport
+    # differs too much for range-diff to pair it), in the backport's
+    # order; range-diff pads the numbers when a series has 10 or more.
+    # Subjects are not matched: not every patch is "ext2: ".
     with open(os.path.join(TOP, "patches", "series")) as fh:
         n = len([l for l in fh if l.split("#")[0].strip()])
-    want = [str(i) for i in range(1, n + 1)] * (2 * len(backports))
-    assert left == want, p.stdout
+    listings = [b for b in re.findall(r"^```\n(.*?)^```$", p.stdout, re.M | re.S)
+                if re.search(r"^ *\d+:  [0-9a-f]+ ", b, re.M)]
+    assert len(listings) == 2 * len(backports), p.stdout
+    for listing in listings:
+        left = re.findall(r"^ *(\d+):  [0-9a-f]+ [=!<] ", listing, re.M)
+        assert sorted(map(int, left)) == list(range(1, n + 1)), listing
 
 
 def test_boot_reports_guest_status_panic_and_hang():

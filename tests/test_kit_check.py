@@ -278,13 +278,15 @@ def test_expected_reports(fake, capsys, monkeypatch):
 def test_inputs_edited_during_the_run_are_not_cached(fake, capsys, monkeypatch):
     # ci/ edited while a commit was being checked: the pass was produced
     # with the old inputs, so it must not be filed under the new ones.
-    real = guesttests.test_key
-    seen = []
+    for mod, name in ((guesttests, "test_key"), (kbuild, "fragments_key")):
+        real = getattr(mod, name)
+        seen = []
 
-    def test_key(name):
-        seen.append(name)
-        return real(name) + ("-edited" if len(seen) % 2 == 0 else "")
-    monkeypatch.setattr(guesttests, "test_key", test_key)
-    rc, out = run(fake, capsys, "distro/9.9")
-    assert rc == 0, out
-    assert not os.listdir(os.path.join(str(fake.work), "cache", "check"))
+        def edited(arg, real=real, seen=seen):
+            seen.append(arg)
+            return real(arg) + ("-edited" if len(seen) % 2 == 0 else "")
+        monkeypatch.setattr(mod, name, edited)
+        rc, out = run(fake, capsys, "distro/9.9")
+        assert rc == 0, out
+        assert not os.listdir(os.path.join(str(fake.work), "cache", "check")), name
+        monkeypatch.setattr(mod, name, real)

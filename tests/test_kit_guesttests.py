@@ -153,6 +153,8 @@ def test_test_key_and_names(kit):
     assert kernel.cache_key("lockstat", "smoke") == cache["lockstat"]
     (kc / "base.config").write_text(BASE_CONFIG + "CONFIG_PRINTK=y\n")
     assert kernel.cache_key("lockstat", "smoke") != cache["lockstat"]
+    with pytest.raises(ForkError, match="unknown config flavour 'nope': choose one of "):
+        kernel.cache_key("nope", "smoke")
     guesttests.check_test_name("smoke")
     with pytest.raises(ForkError, match="unknown guest test 'nope': choose one of smoke, stress, seed"):
         guesttests.check_test_name("nope")

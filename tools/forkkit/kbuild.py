@@ -119,6 +119,9 @@ def kconfig_defines(src, symbol):
 
 def fragments_key(flavour):
     """A hash of the flavour's fragments as they are now (names and text)."""
+    if flavour not in FLAVOURS:
+        raise ForkError("unknown config flavour %r: choose one of %s"
+                        % (flavour, ", ".join(sorted(FLAVOURS))))
     h = hashlib.sha256(flavour.encode())
     for name in FLAVOURS[flavour]:
         with open(os.path.join(repo_root(), "ci", "kconfig", name), "rb") as fh:
