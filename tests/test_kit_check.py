@@ -278,7 +278,7 @@ def test_expected_reports(fake, capsys, monkeypatch):
 def test_inputs_edited_during_the_run_are_not_cached(fake, capsys, monkeypatch):
     # ci/ edited while a commit was being checked: the pass was produced
     # with the old inputs, so it must not be filed under the new ones.
-    for mod, name in ((guesttests, "test_key"), (kbuild, "fragments_key")):
+    for mod, name in ((guesttests, "test_key"), (kernel, "fragments_key")):
         real = getattr(mod, name)
         seen = []
 

@@ -117,18 +117,6 @@ def kconfig_defines(src, symbol):
     return proc.returncode == 0
 
 
-def fragments_key(flavour):
-    """A hash of the flavour's fragments as they are now (names and text)."""
-    if flavour not in FLAVOURS:
-        raise ForkError("unknown config flavour %r: choose one of %s"
-                        % (flavour, ", ".join(sorted(FLAVOURS))))
-    h = hashlib.sha256(flavour.encode())
-    for name in FLAVOURS[flavour]:
-        with open(os.path.join(repo_root(), "ci", "kconfig", name), "rb") as fh:
-            h.update(name.encode() + b"\0" + fh.read())
-    return h.hexdigest()[:12]
-
-
 def read_config(path):
     cfg = {}
     with open(path) as fh:

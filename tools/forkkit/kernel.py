@@ -25,7 +25,7 @@ import re
 import time
 
 from . import guesttests, kbuild, reports
-from .common import ForkError, ensure_dir, git, new_log, run, wpath
+from .common import ForkError, ensure_dir, git, new_log, repo_root, run, wpath
 from .funcdiff import ALL, with_tail_calls
 from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
 from .qemu import BOOT_ARGS, failure_message, run_guest
@@ -75,12 +75,26 @@ def tool_versions():
     return out
 
 
+def fragments_key(flavour):
+    """A hash of the flavour's fragments as they are now (names and text).
+    Here rather than in kbuild.py: that file's hash names every stored
+    image (kbuild.build_key())."""
+    if flavour not in kbuild.FLAVOURS:
+        raise ForkError("unknown config flavour %r: choose one of %s"
+                        % (flavour, ", ".join(sorted(kbuild.FLAVOURS))))
+    h = hashlib.sha256(flavour.encode())
+    for name in kbuild.FLAVOURS[flavour]:
+        with open(os.path.join(repo_root(), "ci", "kconfig", name), "rb") as fh:
+            h.update(name.encode() + b"\0" + fh.read())
+    return h.hexdigest()[:12]
+
+
 def cache_key(flavour, test):
     """What a verdict was produced by, besides the tree: the config flavour
     and its fragments, the guest test and its inputs (ci/guest), and the
     kit's code.  The QEMU and e2fsprogs versions are named in the entry
     (`tools`)."""
-    return "%s-%s-%s-%s-%s" % (flavour, test, kbuild.fragments_key(flavour),
+    return "%s-%s-%s-%s-%s" % (flavour, test, fragments_key(flavour),
                                guesttests.test_key(test), kit_key())
 
 
