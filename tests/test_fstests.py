@@ -158,6 +158,8 @@ def test_guest_script_syntax_and_content(tmp_path):
     assert "./check -R xunit $(cat /results/fork-tests)" in inner
     assert "sleep 300;" in inner
     assert "mkfs.ext2 -F -q $d" in inner and "/dev/vdb /dev/vdc" in inner
+    # no udev in the guest: libdevmapper makes the /dev/mapper nodes itself
+    assert inner.index("export DM_DISABLE_UDEV=1") < inner.index("./check")
     assert "generic/001\ngeneric/013\nFORK_EOF" in script
     assert "mount -t ext4 /dev/vda /mnt/root" in script
     # the loopback device is up before check runs (locktest talks TCP)
@@ -691,6 +693,10 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
         assert boot["n"] == 1 and boot["console"] == "boot-1/console.log.xz"
         assert (d / "boot-1" / "result.xml").read_text().count("<testcase") == 1
         assert (d / "boot-1" / "e2fsck.txt").exists()
+        # which harness ran it: the guest script itself and its key
+        script = (d / "boot-1" / "guest-script.sh").read_text()
+        assert "generic/001\ngeneric/002\ngeneric/013\nFORK_EOF" in script
+        assert boot["harness"] == fstests.harness_key() and len(boot["kit"]) >= 12
         assert "FSTESTS-BEGIN" in subprocess.run(["xzcat", str(d / "boot-1" / "console.log.xz")],
                                                  capture_output=True, text=True).stdout
     shutil.rmtree(os.environ["FORK_WORKDIR"])          # a fresh machine

@@ -59,6 +59,7 @@ from . import fsrecord, fsroot, fstests
 from .common import (ForkError, Progress, check_output_path, ensure_dir, new_log, rev_parse,
                      run, which, wpath)
 from .kbuild import build
+from .kernel import kit_key
 from .qemu import failure_message, qemu_binary, run_guest
 from .series import PRIMARY, Series
 
@@ -401,6 +402,8 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
         run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", disks["results"]])
         limit = max(60, int(budget) - 120)
         script = fstests.guest_script(tests, limit)
+        with open(os.path.join(bdir, "guest-script.sh"), "w") as fh:
+            fh.write(script)
         log = os.path.join(bdir, "console.log")
         prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
                  % (side, n, len(tests), os.path.basename(kernel), limit))
@@ -450,4 +453,5 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
     return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
+            "harness": fstests.harness_key(), "kit": kit_key(),
             "xunit": xml if os.path.exists(xml) else None, "records": records}

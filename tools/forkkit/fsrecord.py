@@ -135,9 +135,9 @@ def save(recdir, identity, tests, boots):
                 _xz(b["console"], os.path.join(dest, "console.log.xz"))
             if b.get("xunit") and os.path.exists(b["xunit"]):
                 shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
-            fsck = os.path.join(b["dir"], "e2fsck.txt")
-            if os.path.exists(fsck):
-                shutil.copy(fsck, os.path.join(dest, "e2fsck.txt"))
+            for f in ("e2fsck.txt", "guest-script.sh"):
+                if os.path.exists(os.path.join(b["dir"], f)):
+                    shutil.copy(os.path.join(b["dir"], f), os.path.join(dest, f))
         b["dir"] = name
         b["console"] = name + "/console.log.xz" if b.get("console") else None
         b["xunit"] = name + "/result.xml" if b.get("xunit") else None
