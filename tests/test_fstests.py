@@ -57,6 +57,28 @@ def test_parse_xunit_broken(tmp_path):
     p.write_text("<testsuite><testcase name=")
     with pytest.raises(ForkError, match="cannot read fstests' xunit report"):
         fstests.parse_xunit(str(p))
+    # damage other than an unfinished last entry stays an error
+    body = XUNIT.replace("</testsuite>", "")
+    p.write_text(body + '\t<testcase classname="x" name="generic/020" time="3">\n'
+                 '\t\t<skipped message="m" />\n\t<bogus>\n</testsuite>\n')
+    with pytest.raises(ForkError, match="cannot read fstests' xunit report"):
+        fstests.parse_xunit(str(p), [])
+
+
+@pytest.mark.parametrize("child", ["", '\t\t<skipped message="No encryption support" />\n'])
+def test_parse_xunit_unfinished_last_entry(tmp_path, child):
+    """Measured in stop 26: the time limit's SIGTERM reached check while it
+    wrote an entry, and its exit handler closed the report around it."""
+    p = tmp_path / "result.xml"
+    cut = XUNIT.replace("</testsuite>", "\t<testcase classname=\"xfstests.global\" "
+                        "name=\"generic/595\" time=\"3\">\n%s</testsuite>" % child)
+    p.write_text(cut)
+    notes = []
+    got = fstests.parse_xunit(str(p), notes)
+    whole = tmp_path / "whole.xml"
+    whole.write_text(XUNIT)
+    assert got == fstests.parse_xunit(str(whole)) and "generic/595" not in got
+    assert len(notes) == 1 and "generic/595" in notes[0] and "runs again" in notes[0]
 
 
 @pytest.mark.parametrize("base,series,want", [

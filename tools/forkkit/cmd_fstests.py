@@ -430,7 +430,10 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
         ensure_dir(resdir)
         run(["debugfs", "-R", "rdump /%s %s" % (fstests.RESULT_DIR, resdir), disks["results"]])
         xml = os.path.join(resdir, fstests.RESULT_DIR, "result.xml")
-        xunit = fstests.parse_xunit(xml) if os.path.exists(xml) else {}
+        xunit_notes = []
+        xunit = fstests.parse_xunit(xml, xunit_notes) if os.path.exists(xml) else {}
+        for note in xunit_notes:
+            prog.say("%s boot %d: %s" % (side, n, note))
         with open(log, errors="replace") as fh:
             console = fh.read()
         records, limit_hit = fstests.boot_records(tests, xunit, console,
@@ -453,5 +456,5 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
     return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
-            "harness": fstests.harness_key(), "kit": kit_key(),
+            "harness": fstests.harness_key(), "kit": kit_key(), "xunit_notes": xunit_notes,
             "xunit": xml if os.path.exists(xml) else None, "records": records}
