@@ -58,15 +58,20 @@ def test_parse_xunit_broken(tmp_path):
     with pytest.raises(ForkError, match="cannot read fstests' xunit report"):
         fstests.parse_xunit(str(p))
     # damage other than an unfinished last entry stays an error
-    body = XUNIT.replace("</testsuite>", "")
-    p.write_text(body + '\t<testcase classname="x" name="generic/020" time="3">\n'
-                 '\t\t<skipped message="m" />\n\t<bogus>\n</testsuite>\n')
+    p.write_text(XUNIT.replace("\t</testcase>", "", 1))       # the first entry left open
     with pytest.raises(ForkError, match="cannot read fstests' xunit report"):
         fstests.parse_xunit(str(p), [])
 
 
-@pytest.mark.parametrize("child", ["", '\t\t<skipped message="No encryption support" />\n'])
-def test_parse_xunit_unfinished_last_entry(tmp_path, child):
+@pytest.mark.parametrize("child,kept", [
+    ("", None),
+    ('\t\t<skipped message="No encryption support" />\n', None),
+    ("\t\t<skipped/>\n", None),
+    # its failure was written, the CDATA of its .full was not finished
+    ('\t\t<failure message="- output mismatch (see 595.out.bad)" type="TestFail" />\n'
+     "\t\t<system-out><![CDATA[\nQA output created by 595\n", "- output mismatch (see 595.out.bad)"),
+])
+def test_parse_xunit_unfinished_last_entry(tmp_path, child, kept):
     """Measured in stop 26: the time limit's SIGTERM reached check while it
     wrote an entry, and its exit handler closed the report around it."""
     p = tmp_path / "result.xml"
@@ -77,8 +82,21 @@ def test_parse_xunit_unfinished_last_entry(tmp_path, child):
     got = fstests.parse_xunit(str(p), notes)
     whole = tmp_path / "whole.xml"
     whole.write_text(XUNIT)
-    assert got == fstests.parse_xunit(str(whole)) and "generic/595" not in got
-    assert len(notes) == 1 and "generic/595" in notes[0] and "runs again" in notes[0]
+    assert {t: r for t, r in got.items() if t != "generic/595"} == fstests.parse_xunit(str(whole))
+    assert len(notes) == 1 and "generic/595" in notes[0]
+    if kept is None:
+        assert "generic/595" not in got and "runs again" in notes[0]
+    else:
+        assert got["generic/595"] == {"status": "fail", "seconds": 0, "message": kept}
+        assert "kept as a failure" in notes[0]
+
+
+def test_parse_xunit_unfinished_first_entry(tmp_path):
+    p = tmp_path / "result.xml"
+    head = XUNIT.split("\t<testcase", 1)[0]
+    p.write_text(head + '\t<testcase classname="x" name="generic/001" time="5">\n</testsuite>\n')
+    notes = []
+    assert fstests.parse_xunit(str(p), notes) == {} and "generic/001" in notes[0]
 
 
 @pytest.mark.parametrize("base,series,want", [

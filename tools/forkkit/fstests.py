@@ -11,6 +11,7 @@ on /dev/vdd, which the host reads back with debugfs rdump.
 """
 
 import hashlib
+import html
 import json
 import os
 import re
@@ -180,36 +181,51 @@ def harness_key():
 
 # ----------------------------------------------------------------- results
 
-# the end of a report whose last entry check began but did not finish: it
-# was stopped (the time limit's SIGTERM) while writing it, and its exit
-# handler closed the report around the open entry
-UNFINISHED_RE = re.compile(r'</testcase>\s*<testcase [^<>]*name="([^"]+)"[^<>]*>\s*'
-                           r'(?:<[a-z]+ [^<>]*/>\s*)?</testsuite>\s*$')
+# A report whose last entry check began but did not finish: the time
+# limit's SIGTERM reached check inside _xunit_make_testcase_report, after
+# it appended the entry's opening tag, and its exit handler closed the
+# report around the open entry (measured in stop 26).
+OPEN_ENTRY_RE = re.compile(r'<testcase [^<>]*name="([^"]+)"[^<>]*>')
+CUT_FAILURE_RE = re.compile(r'<failure [^<>]*message="([^"]*)"')
+
+
+def _cut_last_entry(text):
+    """(report without its unfinished last entry, test, failure message or
+    None) if the report ends inside its last entry, else None."""
+    i = text.rfind("<testcase ")
+    m = OPEN_ENTRY_RE.match(text, i) if i >= 0 else None
+    if not m or "</testcase>" in text[i:] or not text.rstrip().endswith("</testsuite>"):
+        return None
+    fail = CUT_FAILURE_RE.search(text, m.end())
+    return (text[:i] + "</testsuite>\n", m.group(1),
+            html.unescape(fail.group(1)) if fail else None)
 
 
 def parse_xunit(path, notes=None):
     """{test: {"status", "seconds", "message"}} of fstests' result.xml.
-    A report that ends inside its last entry (UNFINISHED_RE) is read
-    without that entry, which then has no result and runs again; what was
-    left out is appended to `notes`.  Any other damage is an error."""
+    A report that ends inside its last entry (_cut_last_entry()) is read
+    without it: the test runs again, unless the entry already held its
+    <failure>, which is kept as a failure.  What was done is appended to
+    `notes`.  Any other damage is an error."""
+    cut = None
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as exc:
         root = None
         try:
             with open(path, errors="replace") as fh:
-                text = fh.read()
-            m = UNFINISHED_RE.search(text)
-            if m:
-                root = ET.fromstring(text[:m.start()] + "</testcase>\n</testsuite>\n")
+                cut = _cut_last_entry(fh.read())
+            if cut:
+                root = ET.fromstring(cut[0])
         except (OSError, ET.ParseError):
             root = None
         if root is None:
             raise ForkError("cannot read fstests' xunit report %s (%s): the run did not finish "
                             "a test; see the console log" % (path, exc))
         if notes is not None:
-            notes.append("result.xml ended inside the entry of %s (%s): read without it, so "
-                         "it runs again" % (m.group(1), exc))
+            notes.append("result.xml ended inside the entry of %s (%s): %s" % (
+                cut[1], exc, "read without it, so it runs again" if cut[2] is None else
+                "its <failure> was written, so it is kept as a failure"))
     out = {}
     for tc in root.iter("testcase"):
         name = tc.get("name")
@@ -229,6 +245,8 @@ def parse_xunit(path, notes=None):
         elif skip is not None:
             status, message = "notrun", skip.get("message") or ""
         out[name] = {"status": status, "seconds": secs, "message": message.strip()}
+    if cut and cut[2] is not None:
+        out[cut[1]] = {"status": "fail", "seconds": 0, "message": cut[2].strip()}
     return out
 
 
