@@ -46,8 +46,9 @@ one every report outside ext2 fails.
 
 Prints a table and exits non-zero if any cell failed.  Passing results are
 cached by the commit's tree id, config flavour (its ci/kconfig fragments),
-guest test (ci/guest, its TESTS entry), the kit's code and the QEMU/e2fsprogs versions; each entry names the
-sha256 of the image that was booted.  A rebase that changes nothing
+guest test (ci/guest, its TESTS entry), the kit's code and the
+QEMU/e2fsprogs versions; each entry names the sha256 of the image that was
+booted.  A rebase that changes nothing
 re-checks nothing; ``--force`` redoes them.
 """
 
@@ -146,8 +147,8 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             which("e2fsck", "e2fsprogs")
             preflight_done = True
         # the base's evidence is named by the test's inputs (ci/guest and
-        # its TESTS entry) before
-        # the run: a run during which they changed adds nothing
+        # its TESTS entry) before the run: a run during which they changed
+        # adds nothing
         test_key = guesttests.test_key(test) if known == "base" else None
         rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known,
                                         changed=changed))

@@ -21,10 +21,10 @@ made once per machine and cached in ~/.cache/fork-kit/fstests-roots/,
 shared by every clone; making it needs root) from /dev/vda and runs
 fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
 SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
-``_check_filesystems`` after every test), results on /dev/vdd.  The guest has no udev
-(DM_DISABLE_UDEV: libdevmapper makes the /dev/mapper nodes) and brings
-``lo`` up for the tests that talk TCP.  After every
-boot the host runs ``e2fsck -fn`` on both disks and copies fstests'
+``_check_filesystems`` after every test), results on /dev/vdd.  The guest
+has no udev (DM_DISABLE_UDEV: libdevmapper makes the /dev/mapper nodes)
+and brings ``lo`` up for the tests that talk TCP.  After every boot the
+host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
 Results are kept per kernel image (with the root and the profile) in

@@ -256,8 +256,8 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
     if row["passed"] and cache_path(tree, flavour, test) != path:
-        prog.say("%s: not cached: the test's inputs (ci/guest or the flavour's fragments) changed during "
-                 "the run" % commit[:12])
+        prog.say("%s: not cached: the test's inputs (ci/guest or the flavour's fragments) "
+                 "changed during the run" % commit[:12])
     elif row["passed"]:
         tmp = "%s.tmp-%d" % (path, os.getpid())
         with open(tmp, "w") as fh:
