@@ -4,6 +4,7 @@ the fake writes fstests' result.xml onto the results disk with debugfs,
 as the guest would), resumption, bad input.  The real runs are in
 test_fstests_integration.py."""
 
+import glob
 import json
 import os
 import re
@@ -202,6 +203,10 @@ def test_guest_script_syntax_and_content(tmp_path):
     assert inner.index("export DM_DISABLE_UDEV=1") < inner.index("./check")
     assert "generic/001\ngeneric/013\nFORK_EOF" in script
     assert "mount -t ext4 /dev/vda /mnt/root" in script
+    # the quota tests ask fstests' _require_kernel_config, which reads
+    # KCONFIG_PATH: the kernel's config on the results disk, or no run
+    assert inner.index("export KCONFIG_PATH=/results/kernel-config") < inner.index("./check")
+    assert "exit 93" in inner
     # the loopback device is up before check runs (locktest talks TCP)
     assert script.index("ip link set lo up") < script.index("chroot /mnt/root")
 
@@ -497,15 +502,25 @@ def pipeline(tmp_path, monkeypatch, repo):
         distro_branch="distro/7.3", head_branch="series/7.3"))
     monkeypatch.setattr(cmd_fstests, "rev_parse", lambda rev: (rev.replace("/", "") * 10)[:40])
     monkeypatch.setattr(cmd_fstests, "qemu_binary", lambda: "qemu")
-    monkeypatch.setattr(cmd_fstests, "build", lambda rev, flavour, do_patchcheck, prog:
-                        types.SimpleNamespace(image="/k/%s.bzImage" % rev.replace("/", "-"),
-                                              image_sha256=rev.replace("/", "") * 8,
-                                              version="7.3"))
-    state = {"outcomes": {}, "boots": [], "stop_after": None}
+    configs = tmp_path / "configs"
+    configs.mkdir()
+
+    def fake_build(rev, flavour, do_patchcheck, prog):
+        name = rev.replace("/", "-")
+        (configs / name).write_text("CONFIG_QFMT_V2=y\n# %s\n" % rev)
+        return types.SimpleNamespace(image="/k/%s.bzImage" % name, config=str(configs / name),
+                                     image_sha256=rev.replace("/", "") * 8, version="7.3")
+
+    monkeypatch.setattr(cmd_fstests, "build", fake_build)
+    state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": []}
 
     def fake_guest(kernel, script, disks, timeout, prog, log, label):
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
         state["boots"].append((os.path.basename(kernel), tests))
+        # what the guest's KCONFIG_PATH reads: the results disk as the host made it
+        state["configs"].append(subprocess.run(
+            ["debugfs", "-R", "cat /%s" % fstests.KCONFIG_NAME, disks[3]],
+            capture_output=True, text=True).stdout)
         nth = sum(1 for k, _ in state["boots"] if k == os.path.basename(kernel))
         if state.get("crash") in (os.path.basename(kernel), (os.path.basename(kernel), nth)):
             raise ForkError("QEMU died (test)")
@@ -897,3 +912,30 @@ def test_record_keeps_each_boot_before_the_next(pipeline, tmp_path, capsys):
     assert tests["generic/001"]["status"] == "pass"
     assert tests["generic/002"]["status"] == "fail" and "died" in tests["generic/002"]["message"]
     assert [b["n"] for b in json.loads((d / "boots.json").read_text())] == [1]
+
+
+def test_each_boot_gets_its_kernels_config(pipeline, capsys):
+    """The results disk of every boot holds the .config of the kernel it
+    boots (fstests' KCONFIG_PATH), and the boot's record names its hash;
+    without it every quota test is 'not run' (stop 27)."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001") == 0
+    assert pipeline["configs"] == ["CONFIG_QFMT_V2=y\n# distro/7.3\n",
+                                   "CONFIG_QFMT_V2=y\n# series/7.3\n"]
+    import hashlib
+    for side, rev in (("base", "distro/7.3"), ("series", "series/7.3")):
+        store = glob.glob(os.path.join(os.environ["FORK_WORKDIR"], "fstests", "kernels",
+                                       (rev.replace("/", "") * 8)[:16] + "-*"))
+        boots = json.loads(open(os.path.join(store[0], "boots.json")).read())
+        want = hashlib.sha256(("CONFIG_QFMT_V2=y\n# %s\n" % rev).encode()).hexdigest()
+        assert [b["kernel_config"] for b in boots] == [want], side
+
+
+def test_boot_without_a_kernel_config_is_one_line(pipeline, monkeypatch, capsys):
+    monkeypatch.setattr(cmd_fstests, "build", lambda rev, flavour, do_patchcheck, prog:
+                        types.SimpleNamespace(image="/k/x.bzImage", config="/nonexistent.config",
+                                              image_sha256="ab" * 32, version="7.3"))
+    assert run_main("generic/001") == 1
+    err = capsys.readouterr().err
+    assert "no kernel config beside /k/x.bzImage" in err and "Traceback" not in err
+    assert pipeline["boots"] == []

@@ -41,6 +41,9 @@ def test_build_then_already_built(kit):
     config = image.read_text()          # the fake bzImage is the .config
     assert "CONFIG_EXT2_FS=y" in config and "CONFIG_MODULES=n" in config
     assert "NOT_IN_THIS_TREE" not in config        # `# if-present`, not in any Kconfig
+    # the config is kept beside the stored image (fstests' KCONFIG_PATH)
+    kept = stored(res)[:-len(".bzImage")] + ".config"
+    assert open(kept).read() == (kit.work / "build" / "9.9-base" / ".config").read_text()
     assert builds(kit) == 1
     res = kit.fork("build", "distro/9.9", "-j1")
     assert res.rc == 0, res

@@ -21,7 +21,9 @@ made once per machine and cached in ~/.cache/fork-kit/fstests-roots/,
 shared by every clone; making it needs root) from /dev/vda and runs
 fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
 SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
-``_check_filesystems`` after every test), results on /dev/vdd.  The guest
+``_check_filesystems`` after every test), results on /dev/vdd, which
+starts with the kernel's .config (KCONFIG_PATH: the quota tests ask
+``_require_kernel_config``; the build keeps it beside the image).  The guest
 has no udev (DM_DISABLE_UDEV: libdevmapper makes the /dev/mapper nodes)
 and brings ``lo`` up for the tests that talk TCP.  After every boot the
 host runs ``e2fsck -fn`` on both disks and copies fstests'
@@ -230,7 +232,8 @@ def main(args):
                 done_before = len(results[side])
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
-                            next_boot(store, fstests.read_json(bpath, []), recdir))
+                            next_boot(store, fstests.read_json(bpath, []), recdir),
+                            getattr(img, "config", None))
                 info["commit"] = commits[n]
                 results[side].update(info.pop("records"))
                 fstests.write_json(rpath, results[side])
@@ -391,17 +394,31 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     return results
 
 
-def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
-    """One guest run of `tests` on `kernel`; returns the boot's record.
-    Its console log, results tree and e2fsck output go to store/boot-<n>."""
+def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config):
+    """One guest run of `tests` on `kernel` (whose .config is `config`);
+    returns the boot's record.  Its console log, results tree and e2fsck
+    output go to store/boot-<n>."""
+    if not config or not os.path.isfile(config):
+        raise ForkError("no kernel config beside %s (%s): fstests' quota tests read it; "
+                        "run `tools/fork build REV --config fstests` to store it"
+                        % (kernel, config))
     bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
     disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
+    stage = os.path.join(bdir, "results-disk")
     try:
         run(["cp", "--sparse=always", root["image"], disks["root"]])
         for d in ("test", "scratch", "results"):
             with open(disks[d], "wb") as fh:
                 fh.truncate(fstests.DISK_MB[d] << 20)
-        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", disks["results"]])
+        # the results disk starts with the kernel's config (KCONFIG_PATH)
+        if os.path.exists(stage):
+            shutil.rmtree(stage)
+        ensure_dir(stage)
+        shutil.copyfile(config, os.path.join(stage, fstests.KCONFIG_NAME))
+        with open(config, "rb") as fh:
+            config_sha = hashlib.sha256(fh.read()).hexdigest()
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", "-d", stage,
+             disks["results"]])
         limit = max(60, int(budget) - 120)
         script = fstests.guest_script(tests, limit)
         with open(os.path.join(bdir, "guest-script.sh"), "w") as fh:
@@ -446,6 +463,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
                 os.unlink(disks[d])
             except OSError:
                 pass
+        shutil.rmtree(stage, ignore_errors=True)
     error = None if res.ok else failure_message(res)
     if res.problems:
         prog.say("%s boot %d: %d kernel reports in the console, first: %s"
@@ -459,4 +477,5 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n):
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "harness": fstests.harness_key(), "kit": kit_key(), "xunit_notes": xunit_notes,
+            "kernel_config": config_sha,
             "xunit": xml if os.path.exists(xml) else None, "records": records}

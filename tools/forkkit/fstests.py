@@ -40,6 +40,7 @@ PROFILE = {
 }
 DISK_MB = {"test": 4096, "scratch": 4096, "results": 256}
 RESULT_DIR = "xfstests"     # on the results disk
+KCONFIG_NAME = "kernel-config"  # the booted kernel's .config, on the results disk
 
 STATUSES = ("pass", "fail", "notrun")
 
@@ -126,6 +127,12 @@ def guest_script(tests, limit_s, profile=None):
         # /dev/mapper/<name> nodes to udev, so the dm tests (dmerror,
         # thin) found no device (generic/338 failed, 347 not run)
         "export DM_DISABLE_UDEV=1",
+        # fstests' _require_kernel_config (every quota test asks for
+        # CONFIG_QFMT_V2) finds no config in the guest and does not run the
+        # test: the host puts the kernel's .config on the results disk
+        "export KCONFIG_PATH=/results/%s" % KCONFIG_NAME,
+        "[ -s $KCONFIG_PATH ] || { echo \"FSTESTS-ERROR: no kernel config at $KCONFIG_PATH\"; "
+        "exit 93; }",
         "cd /opt/xfstests || exit 92",
         "for d in %s %s; do mkfs.ext2 -F -q $d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
         "failed\"; exit 91; }; done" % (DEVICES["test"], DEVICES["scratch"]),

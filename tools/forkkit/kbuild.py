@@ -360,6 +360,25 @@ def store_image(image):
     return dest, sha
 
 
+def image_config(image):
+    """The .config stored beside a stored image (work/kernels/<sha256>.config)."""
+    base = image[:-len(".bzImage")] if image.endswith(".bzImage") else image
+    return base + ".config"
+
+
+def store_config(bdir, image):
+    """Keep the build directory's .config beside the stored image, once:
+    the build dir is reconfigured by the next build, and a guest that asks
+    which options its kernel has (fstests' _require_kernel_config) needs
+    the config of exactly this image."""
+    dest = image_config(image)
+    if not os.path.exists(dest):
+        tmp = "%s.tmp-%d" % (dest, os.getpid())
+        shutil.copyfile(os.path.join(bdir, ".config"), tmp)
+        os.replace(tmp, dest)
+    return dest
+
+
 def index_path(tree, flavour, config_key):
     return os.path.join(ensure_dir(os.path.join(kernels_dir(), "index")),
                         "%s-%s-%s-%s.json" % (tree, flavour, config_key[:16], build_key()))
@@ -446,6 +465,9 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
                      "ext2_symbols": defined_functions(bdir, "fs/ext2"),
                      "ext2_tail_calls": tail_calls(bdir, "fs/ext2")}
             write_index(ipath, entry)
+        # configure() has just made bdir/.config for this tree and flavour:
+        # the config the image was built with (the same key, the same toolchain)
+        config = store_config(bdir, entry["image"])
         if do_patchcheck and not entry.get("patchcheck"):
             warnings, entry["sparse"] = patchcheck(src, bdir, commit, jobs, log, prog)
             if warnings:
@@ -456,7 +478,7 @@ def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force
         secs = time.monotonic() - t0
         prog.say("done in %.1fs: %s" % (secs, entry["image"]))
     return BuildResult(rev=rev, commit=commit, tree=tree, flavour=flavour, bdir=bdir,
-                       image=entry["image"], image_sha256=entry["sha256"],
+                       image=entry["image"], image_sha256=entry["sha256"], config=config,
                        config_key=config_key, patchcheck=entry["patchcheck"], log=log,
                        ext2_symbols=entry.get("ext2_symbols", []),
                        ext2_tail_calls=entry.get("ext2_tail_calls"),
