@@ -130,10 +130,35 @@ def test_compare_table_and_markdown():
             "fstests_url": "u", "fstests_commit": "e" * 40, "root_key": "k", "suite": "bookworm",
             "selection": "named", "command": "tools/fork fstests x"}
     md = fstests.markdown(meta, rows, {"generic/999": "hangs"})
-    assert "| generic/013 | pass | fail | 10s | 12s | **new failure** |" in md
+    assert "| generic/013 | pass | fail | 10s | 12s | **new failure** | - / series: fsck |" in md
     assert "| base | 2 | 0 | 0 | 15s |" in md
     assert "generic/999: hangs" in md
     assert "`tools/fork fstests x`" in md
+
+
+def test_markdown_says_why_a_test_did_not_pass():
+    base = {"generic/082": {"status": "notrun", "seconds": 2,
+                            "message": "Could not locate kernel config file"},
+            "generic/347": {"status": "fail", "seconds": 9, "message": "output mismatch"},
+            "generic/500": {"status": "notrun", "seconds": 1, "message": "a | b"}}
+    series = {"generic/082": {"status": "notrun", "seconds": 2,
+                              "message": "Could not locate kernel config file"},
+              "generic/347": {"status": "fail", "seconds": 9, "message": "output mismatch"},
+              "generic/500": {"status": "pass", "seconds": 1, "message": ""}}
+    tests = ["generic/082", "generic/347", "generic/500"]
+    rows = fstests.compare(tests, base, series)
+    meta = {"base": {"rev": "distro/7.3", "commit": "a" * 40, "image_sha256": "b" * 64},
+            "series": {"rev": "series/7.3", "commit": "c" * 40, "image_sha256": "d" * 64},
+            "fstests_url": "u", "fstests_commit": "e" * 40, "root_key": "k", "suite": "bookworm",
+            "selection": "named", "command": "tools/fork fstests x"}
+    md = fstests.markdown(meta, rows, {})
+    assert "| generic/082 | notrun | notrun | 2s | 2s | same | " \
+        "Could not locate kernel config file |" in md
+    assert "| generic/347 | fail | fail | 9s | 9s | same | output mismatch |" in md
+    assert "| generic/500 | notrun | pass | 1s | 1s | changed (notrun -> pass) | a \\| b |" in md
+    assert "| Could not locate kernel config file | 1 | 1 |" in md
+    assert "| a \\| b | 1 | 0 |" in md
+    assert md.index("| Could not locate") < md.index("| a \\| b | 1 | 0 |")
 
 
 def test_select_group_and_exclusion():

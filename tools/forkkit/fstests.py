@@ -395,8 +395,20 @@ def table(rows):
     return "\n".join(lines)
 
 
+def why(row):
+    """What check said of a test that did not pass (its reason for not
+    running, or its failure), the series' too where it said otherwise."""
+    def said(side):
+        return (row.get(side + "_message") or "").strip() if row[side] in ("fail", "notrun") \
+            else ""
+    b, s = said("base"), said("series")
+    text = b if b == s or not s else ("%s / series: %s" % (b or "-", s))
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def markdown(meta, rows, excluded):
-    """The run as markdown: what ran, totals, per-test table, command."""
+    """The run as markdown: what ran, totals, per-test table (with why a
+    test did not pass), the reasons for not running, command."""
     tb, ts = totals(rows, "base"), totals(rows, "series")
     out = ["# fstests on ext2: %s vs %s" % (meta["base"]["rev"], meta["series"]["rev"]), ""]
     for side in ("base", "series"):
@@ -422,13 +434,25 @@ def markdown(meta, rows, excluded):
                                                tb["seconds"]),
             "| series | %d | %d | %d | %ds |" % (ts["pass"], ts["fail"], ts["notrun"],
                                                  ts["seconds"]),
-            "", "| test | base | series | base time | series time | verdict |",
-            "| --- | --- | --- | ---: | ---: | --- |"]
+            "", "| test | base | series | base time | series time | verdict | why not pass |",
+            "| --- | --- | --- | ---: | ---: | --- | --- |"]
     for r in rows:
-        out.append("| %s | %s | %s | %s | %s | %s |" % (
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             r["test"], fmt_status(r["base"]), fmt_status(r["series"]), fmt_secs(r["base_s"]),
             fmt_secs(r["series_s"]), "**new failure**" if r["verdict"] == "new failure"
-            else r["verdict"]))
+            else r["verdict"], why(r)))
+    reasons = {}
+    for r in rows:
+        for side in ("base", "series"):
+            if r[side] == "notrun":
+                msg = " ".join((r.get(side + "_message") or "(no reason given)").split())
+                reasons.setdefault(msg, {"base": 0, "series": 0})[side] += 1
+    if reasons:
+        out += ["", "Not run, by check's reason:", "",
+                "| reason | base | series |", "| --- | ---: | ---: |"]
+        for msg, n in sorted(reasons.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
+                                                               kv[0])):
+            out.append("| %s | %d | %d |" % (msg.replace("|", "\\|"), n["base"], n["series"]))
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
