@@ -5,6 +5,7 @@ as the guest would), resumption, bad input.  The real runs are in
 test_fstests_integration.py."""
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -947,10 +948,10 @@ def test_each_boot_gets_its_kernels_config(pipeline, capsys):
     assert run_main("generic/001") == 0
     assert pipeline["configs"] == ["CONFIG_QFMT_V2=y\n# distro/7.3\n",
                                    "CONFIG_QFMT_V2=y\n# series/7.3\n"]
-    import hashlib
     for side, rev in (("base", "distro/7.3"), ("series", "series/7.3")):
         store = glob.glob(os.path.join(os.environ["FORK_WORKDIR"], "fstests", "kernels",
                                        (rev.replace("/", "") * 8)[:16] + "-*"))
+        assert len(store) == 1, (side, store)
         boots = json.loads(open(os.path.join(store[0], "boots.json")).read())
         want = hashlib.sha256(("CONFIG_QFMT_V2=y\n# %s\n" % rev).encode()).hexdigest()
         assert [b["kernel_config"] for b in boots] == [want], side

@@ -148,6 +148,27 @@ def test_stored_image_survives_the_next_build(kit):
     assert stored(res) == a and builds(kit) == n and "already built" in res.err
 
 
+def test_each_stored_image_keeps_its_own_config(kit):
+    """<sha256>.config beside each stored image is the config that built
+    it (the fake bzImage is its .config), also when it is stored again on
+    an index hit after another config used the shared build dir."""
+    import os
+    kit.laid_out()
+    a = stored(kit.fork("build", "distro/9.9", "-j1"))
+    set_fragment(kit, "CONFIG_EXTRA=y\n")
+    b = stored(kit.fork("build", "distro/9.9", "-j1"))
+    conf = {p: p[:-len(".bzImage")] + ".config" for p in (a, b)}
+    for p in (a, b):
+        assert open(conf[p]).read() == open(p).read()
+    assert open(conf[a]).read() != open(conf[b]).read()
+    os.unlink(conf[a])
+    set_fragment(kit)
+    n = builds(kit)
+    res = kit.fork("build", "distro/9.9", "-j1")
+    assert stored(res) == a and builds(kit) == n          # an index hit, no make
+    assert open(conf[a]).read() == open(a).read() != open(conf[b]).read()
+
+
 def test_patchcheck_ignores_warnings_the_parent_already_has(kit):
     kit.laid_out()
     # the parent carries a warning; a commit touching the same file must

@@ -55,6 +55,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import tempfile
 import threading
 import time
 import uuid
@@ -400,22 +401,20 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
     output go to store/boot-<n>."""
     if not config or not os.path.isfile(config):
         raise ForkError("no kernel config beside %s (%s): fstests' quota tests read it; "
-                        "run `tools/fork build REV --config fstests` to store it"
+                        "run `tools/fork build REV --config fstests --no-patchcheck` to store it"
                         % (kernel, config))
     bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
     disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
-    stage = os.path.join(bdir, "results-disk")
+    stage = tempfile.mkdtemp(prefix="fstests-results-disk-", dir=ensure_dir(wpath("tmp")))
     try:
         run(["cp", "--sparse=always", root["image"], disks["root"]])
         for d in ("test", "scratch", "results"):
             with open(disks[d], "wb") as fh:
                 fh.truncate(fstests.DISK_MB[d] << 20)
         # the results disk starts with the kernel's config (KCONFIG_PATH)
-        if os.path.exists(stage):
-            shutil.rmtree(stage)
-        ensure_dir(stage)
-        shutil.copyfile(config, os.path.join(stage, fstests.KCONFIG_NAME))
-        with open(config, "rb") as fh:
+        staged = os.path.join(stage, fstests.KCONFIG_NAME)
+        shutil.copyfile(config, staged)
+        with open(staged, "rb") as fh:
             config_sha = hashlib.sha256(fh.read()).hexdigest()
         run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", "-d", stage,
              disks["results"]])

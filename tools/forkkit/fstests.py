@@ -131,7 +131,7 @@ def guest_script(tests, limit_s, profile=None):
         # CONFIG_QFMT_V2) finds no config in the guest and does not run the
         # test: the host puts the kernel's .config on the results disk
         "export KCONFIG_PATH=/results/%s" % KCONFIG_NAME,
-        "[ -s $KCONFIG_PATH ] || { echo \"FSTESTS-ERROR: no kernel config at $KCONFIG_PATH\"; "
+        "[ -s \"$KCONFIG_PATH\" ] || { echo \"FSTESTS-ERROR: no kernel config at $KCONFIG_PATH\"; "
         "exit 93; }",
         "cd /opt/xfstests || exit 92",
         "for d in %s %s; do mkfs.ext2 -F -q $d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
