@@ -33,10 +33,15 @@ DATA = TOP / "tests" / "data"
 
 # block and inode allocation, each followed by fstests' fsck of the disks:
 # fsstress (013; 070 with xattrs), truncfile (014), fsx buffered (075),
-# O_DIRECT (091) and AIO (112).  Measured on 7.3 under TCG: 117 s of tests
-# and ~100 s of boot and setup per kernel (FSTESTS.md).
+# O_DIRECT (091) and AIO (112), and the quota charged for what is
+# allocated by buffered, direct and mmap writes (219).  Measured on 7.3
+# under TCG: ~130 s of tests and ~100 s of boot and setup per kernel
+# (FSTESTS.md).
 CI_TESTS = ["generic/013", "generic/014", "generic/070", "generic/075", "generic/091",
-            "generic/112"]
+            "generic/112", "generic/219"]
+# must pass, not be 'not run': the quota tests run only if the guest finds
+# its kernel's config (KCONFIG_PATH; before stop 27 all were not run)
+MUST_RUN = ["generic/219"]
 # the base kernel's results of these come from the CI run above (kept per
 # kernel image): only the faulty kernel boots
 FAULT_TESTS = ["generic/013", "generic/014"]
@@ -74,6 +79,9 @@ def test_ci_selection_base_vs_series():
         tot = rep["totals"][side]
         assert tot["pass"] + tot["fail"] + tot["notrun"] == len(CI_TESTS)
         assert tot["pass"] >= 3, (side, tot)          # really ran, not all notrun
+        for t in MUST_RUN:
+            row = [r for r in rep["tests"] if r["test"] == t][0]
+            assert row[side] == "pass", (side, t, row)
     assert rep["meta"]["e2fsck"].startswith("clean"), rep["meta"]["e2fsck"]
     assert re.match(r"^[0-9a-f]{40}$", rep["meta"]["fstests_commit"])
     for b in rep["boots"]:
