@@ -234,7 +234,7 @@ def main(args):
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
                             next_boot(store, fstests.read_json(bpath, []), recdir),
-                            getattr(img, "config", None))
+                            img.config)
                 info["commit"] = commits[n]
                 results[side].update(info.pop("records"))
                 fstests.write_json(rpath, results[side])

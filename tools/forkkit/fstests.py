@@ -395,15 +395,22 @@ def table(rows):
     return "\n".join(lines)
 
 
+def _said(row, side):
+    """check's message of one side's test, on one line ("" for a pass)."""
+    if row[side] not in ("fail", "notrun"):
+        return ""
+    return " ".join((row.get(side + "_message") or "").split())
+
+
+def _cell(text):
+    return text.replace("|", "\\|")
+
+
 def why(row):
     """What check said of a test that did not pass (its reason for not
     running, or its failure), the series' too where it said otherwise."""
-    def said(side):
-        return (row.get(side + "_message") or "").strip() if row[side] in ("fail", "notrun") \
-            else ""
-    b, s = said("base"), said("series")
-    text = b if b == s or not s else ("%s / series: %s" % (b or "-", s))
-    return " ".join(text.split()).replace("|", "\\|")
+    b, s = _said(row, "base"), _said(row, "series")
+    return _cell(b if b == s or not s else "%s / series: %s" % (b or "-", s))
 
 
 def markdown(meta, rows, excluded):
@@ -445,14 +452,14 @@ def markdown(meta, rows, excluded):
     for r in rows:
         for side in ("base", "series"):
             if r[side] == "notrun":
-                msg = " ".join((r.get(side + "_message") or "(no reason given)").split())
+                msg = _said(r, side) or "(no reason given)"
                 reasons.setdefault(msg, {"base": 0, "series": 0})[side] += 1
     if reasons:
         out += ["", "Not run, by check's reason:", "",
                 "| reason | base | series |", "| --- | ---: | ---: |"]
         for msg, n in sorted(reasons.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                                kv[0])):
-            out.append("| %s | %d | %d |" % (msg.replace("|", "\\|"), n["base"], n["series"]))
+            out.append("| %s | %d | %d |" % (_cell(msg), n["base"], n["series"]))
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
