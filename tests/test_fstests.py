@@ -729,6 +729,71 @@ def test_fsck_verdict_tells_a_wiped_disk_from_a_clean_one():
     assert cmd_fstests.e2fsck_summary(boots) == "boot series 1: test e2fsck -fn exit 4 (/e.txt)"
 
 
+def test_fsck_verdict_names_the_error_flag_the_kernel_set(tmp_path):
+    """ext2_error() marks the superblock "clean with errors" and e2fsck -fn
+    still exits 0 (generic/113 on 6.12 did this to TEST_DEV): the verdict
+    must not be "clean", and the run's summary must name the boot."""
+    img = str(tmp_path / "t.img")
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", img, "4M"], check=True)
+
+    def check():
+        fsck = subprocess.run(["e2fsck", "-fn", img], capture_output=True, text=True)
+        head = subprocess.run(["dumpe2fs", "-h", img], capture_output=True, text=True)
+        state = fstests.fs_state(head.stdout)
+        return fsck.returncode, state, fstests.fsck_verdict(
+            fsck.returncode, fsck.stdout + fsck.stderr, "/e.txt", state)
+
+    assert check() == (0, "clean", "clean")
+    # EXT2_VALID_FS | EXT2_ERROR_FS, as ext2_error() leaves it
+    subprocess.run(["debugfs", "-w", "-R", "ssv state 3", img], check=True,
+                   capture_output=True)
+    rc, state, verdict = check()
+    assert (rc, state) == (0, "clean with errors")
+    assert verdict == 'e2fsck -fn clean, but the superblock state is "clean with errors" (/e.txt)'
+    boots = [{"side": "series", "n": 5, "e2fsck": {"test": verdict, "scratch": fstests.WIPED}}]
+    assert cmd_fstests.e2fsck_summary(boots) == "boot series 5: test " + verdict
+    assert fstests.fs_state("dumpe2fs 1.47.0 (5-Feb-2023)\n") is None
+    assert fstests.fsck_verdict(0, "t.img: 11/1024 files\n", "x", None) == "clean"
+
+
+def test_kernel_reports_are_counted_from_every_console(tmp_path):
+    """A boot's record keeps its first 20 reports; the run counts every
+    report line in every console (plain or xz'd) by what it says, and names
+    the kinds only the series has and the boots whose console is gone."""
+    import lzma
+    base_log = tmp_path / "base.log"
+    base_log.write_text(
+        "[  879.6] EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing metadata buffers\n"
+        * 25 + "[  984.4] EXT2-fs (vdb): error: ext2_fsync: detected IO error when writing "
+        "metadata buffers\ngeneric/114        [  989.2] run fstests generic/114\n")
+    with lzma.open(str(tmp_path / "series.log.xz"), "wt") as fh:
+        fh.write("[  435.1] EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing "
+                 "metadata buffers\n[ 1201.0] WARNING: CPU: 1 PID: 7 at fs/ext2/balloc.c:99\n")
+    boots = [{"side": "base", "n": 1, "console": str(base_log)},
+             {"side": "series", "n": 1, "console": str(tmp_path / "series.log")},
+             {"side": "series", "n": 2, "console": str(tmp_path / "gone.log")}]
+    kinds, missing = fstests.kernel_reports(boots)
+    fsync = "EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing metadata buffers"
+    assert kinds[fsync] == {"base": 25, "series": 1}
+    assert kinds[fsync.replace("vdc", "vdb")] == {"base": 1, "series": 0}
+    warn = "WARNING: CPU: 1 PID: 7 at fs/ext2/balloc.c:99"
+    assert kinds[warn] == {"base": 0, "series": 1}
+    assert len(kinds) == 3 and missing == ["series boot 2"]
+    summary = fstests.reports_summary(kinds, missing)
+    assert summary == ("3 kinds of line (26 on the base, 2 on the series); on the series only: "
+                       + warn + "; console not here for series boot 2")
+    assert fstests.reports_summary({}, []) == "none"
+    meta = {"base": {"rev": "b", "commit": "1" * 40, "image_sha256": "2" * 64},
+            "series": {"rev": "s", "commit": "3" * 40, "image_sha256": "4" * 64},
+            "fstests_url": "u", "fstests_commit": "c", "root_key": "r", "suite": "bookworm",
+            "selection": "x", "command": "tools/fork fstests", "kernel_reports": kinds,
+            "reports_summary": summary}
+    md = fstests.markdown(meta, [], {})
+    assert "- kernel reports in the consoles: " + summary in md
+    assert "| %s | 0 | **1 (series only)** |" % warn in md
+    assert "| %s | 25 | 1 |" % fsync in md
+
+
 def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
     """The guest root is cached outside work/ (one image for every clone on
     the machine, CI's fresh clone included) and found wherever its

@@ -11,7 +11,7 @@ ci/fstests/source.conf (the local bundle here).
 * the CI selection (CI_TESTS, measured in FSTESTS.md: about 9 minutes
   for base and series together) on distro/7.3 vs series/7.3: no new
   failure, and the tests really ran (passes on both kernels, not all
-  notrun), e2fsck clean;
+  notrun), e2fsck clean, no kernel report on the series only;
 * tests/data/fault-bfree.patch (every 16th block allocation miscounts the
   group's free blocks) on a scratch branch over distro/7.3 makes `fstests`
   report a new failure and exit 1.
@@ -83,6 +83,10 @@ def test_ci_selection_base_vs_series():
             row = [r for r in rep["tests"] if r["test"] == t][0]
             assert row[side] == "pass", (side, t, row)
     assert rep["meta"]["e2fsck"].startswith("clean"), rep["meta"]["e2fsck"]
+    # a kernel report (ext2_error, WARNING, lockdep, ...) that the series'
+    # consoles have and the base's do not
+    assert "on the series only" not in rep["meta"]["reports_summary"], \
+        rep["meta"]["reports_summary"]
     assert re.match(r"^[0-9a-f]{40}$", rep["meta"]["fstests_commit"])
     for b in rep["boots"]:
         assert os.path.exists(b["xunit"])

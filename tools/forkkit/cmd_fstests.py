@@ -153,7 +153,7 @@ def main(args):
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
     qemu_binary()
-    for prog_name in ("debugfs", "e2fsck", "mke2fs"):
+    for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
         which(prog_name, "e2fsprogs")
     exclude = fstests.parse_exclude()
     log = new_log("fstests-root")
@@ -255,6 +255,9 @@ def main(args):
              if set(b.get("tests", [])) & set(chosen)]
     rows = fstests.compare(chosen, results["base"], results["series"])
     meta["e2fsck"] = e2fsck_summary(boots)
+    kinds, missing = fstests.kernel_reports(boots)
+    meta["kernel_reports"] = kinds
+    meta["reports_summary"] = fstests.reports_summary(kinds, missing)
     report = {"meta": meta, "tests": rows, "boots": boots,
               "totals": {s: fstests.totals(rows, s) for s in SIDES}}
     fstests.write_json(os.path.join(rundir, "fstests.json"), report)
@@ -274,6 +277,7 @@ def main(args):
         print("%s: %d pass, %d fail, %d notrun, %ds of tests" % (
             s, tot["pass"], tot["fail"], tot["notrun"], tot["seconds"]))
     print("e2fsck -fn after each boot: %s" % meta["e2fsck"])
+    print("kernel reports in the consoles: %s" % meta["reports_summary"])
     print("results: %s (fstests.json, fstests.md; per boot console.log, results/, e2fsck.txt "
           "under %s)" % (rundir, ", ".join(stores[s] for s in SIDES if s in stores)))
     print("repeat: %s" % command)
@@ -440,8 +444,12 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
                 proc = run(["e2fsck", "-fn", disks[d]], check=False)
                 out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
                                                                  proc.stdout, proc.stderr))
+                head = run(["dumpe2fs", "-h", disks[d]], check=False)
+                state = fstests.fs_state(head.stdout) if head.returncode == 0 else None
+                out.write("$ dumpe2fs -h %s (exit %d): state %s\n\n"
+                          % (d, head.returncode, state or "not read"))
                 fsck[d] = fstests.fsck_verdict(proc.returncode, proc.stdout + proc.stderr,
-                                               os.path.join(bdir, "e2fsck.txt"))
+                                               os.path.join(bdir, "e2fsck.txt"), state)
         resdir = os.path.join(bdir, "results")
         if os.path.exists(resdir):
             shutil.rmtree(resdir)

@@ -13,12 +13,14 @@ on /dev/vdd, which the host reads back with debugfs rdump.
 import hashlib
 import html
 import json
+import lzma
 import os
 import re
 import shlex
 import xml.etree.ElementTree as ET
 
 from .common import ForkError, repo_root
+from .qemu import PROBLEM_RE
 
 # test ids fstests' check takes (tests/<dir>/<number>)
 TEST_RE = re.compile(r"^(generic|ext4|shared|perf|selftest)/(\d{3,})$")
@@ -330,12 +332,31 @@ def boot_records(tests, xunit, console, timed_out):
 WIPED = "no primary superblock (wiped by fstests)"
 
 
-def fsck_verdict(rc, output, where):
+# ext2_error() sets EXT2_ERROR_FS in the superblock's s_state; e2fsck -fn
+# finds nothing wrong in the structure and exits 0, so "clean" alone would
+# hide that the kernel reported an error on the disk during the boot (on
+# 6.12, generic/113's direct I/O race makes ext2_fsync() call it on
+# TEST_DEV, measured in stop 28).  dumpe2fs -h gives the state.
+FS_STATE_RE = re.compile(r"^Filesystem state:[ \t]*(\S.*?)[ \t]*$", re.M)
+
+
+def fs_state(dumpe2fs_output):
+    """The superblock's state from `dumpe2fs -h` output ("clean", "clean
+    with errors", "not clean", ...), or None if it has none."""
+    m = FS_STATE_RE.search(dumpe2fs_output)
+    return m.group(1) if m else None
+
+
+def fsck_verdict(rc, output, where, state=None):
+    """The host's verdict on a disk after a boot from e2fsck -fn's exit
+    status and output, and the superblock state if it was read."""
     if "Bad magic number in super-block" in output or "Superblock invalid" in output:
         return WIPED
-    if rc == 0:
-        return "clean"
-    return "e2fsck -fn exit %d (%s)" % (rc, where)
+    if rc != 0:
+        return "e2fsck -fn exit %d (%s)" % (rc, where)
+    if state is not None and state != "clean":
+        return "e2fsck -fn clean, but the superblock state is \"%s\" (%s)" % (state, where)
+    return "clean"
 
 
 def verdict(base, series):
@@ -365,6 +386,54 @@ def compare(tests, base, series):
                      "series_message": (s or {}).get("message", ""),
                      "base_message": (b or {}).get("message", "")})
     return rows
+
+
+# "[  532.226242] " before a console line: dropped, so that a report is
+# counted by what it says.
+TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+
+
+def _console(path):
+    """A boot's console log, plain or xz'd as a record keeps it; None if
+    neither is here."""
+    for p in (path, path + ".xz") if path and not path.endswith(".xz") else (path,):
+        if p and os.path.exists(p):
+            with (lzma.open if p.endswith(".xz") else open)(p, "rt", errors="replace") as fh:
+                return fh.read()
+    return None
+
+
+def kernel_reports(boots):
+    """The kernel's reports in the console of every boot (the lines the kit
+    calls problems: ext2_error(), WARNING, BUG, lockdep, ...), counted per
+    side by what they say: ({line: {"base": n, "series": n}}, [boots whose
+    console is not here]).  A boot's record keeps only its first 20, so a
+    later report of another kind would not show there."""
+    kinds, missing = {}, []
+    for b in boots:
+        text = _console(b.get("console"))
+        if text is None:
+            missing.append("%s boot %s" % (b["side"], b["n"]))
+            continue
+        for line in text.splitlines():
+            if PROBLEM_RE.search(line):
+                key = TIMESTAMP_RE.sub("", line.strip())
+                kinds.setdefault(key, {"base": 0, "series": 0})[b["side"]] += 1
+    return kinds, missing
+
+
+def reports_summary(kinds, missing):
+    """One line on the kernel reports: how many kinds, which the series
+    alone has."""
+    only = sorted(k for k, n in kinds.items() if n["series"] and not n["base"])
+    text = "%d kinds of line (%d on the base, %d on the series)" % (
+        len(kinds), sum(n["base"] for n in kinds.values()),
+        sum(n["series"] for n in kinds.values())) if kinds else "none"
+    if only:
+        text += "; on the series only: " + "; ".join(only)
+    if missing:
+        text += "; console not here for " + ", ".join(missing)
+    return text
 
 
 def totals(rows, side):
@@ -432,6 +501,8 @@ def markdown(meta, rows, excluded):
             "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
             % (meta["selection"], len(rows), len(excluded)),
             "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a")]
+    if "reports_summary" in meta:
+        out.append("- kernel reports in the consoles: %s" % meta["reports_summary"])
     if meta.get("record"):
         out.append("- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
                    "boots.json, boot-N/)" % meta["record"])
@@ -460,6 +531,16 @@ def markdown(meta, rows, excluded):
         for msg, n in sorted(reasons.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                                kv[0])):
             out.append("| %s | %d | %d |" % (_cell(msg), n["base"], n["series"]))
+    kinds = meta.get("kernel_reports") or {}
+    if kinds:
+        out += ["", "Kernel reports in the console logs (every boot of these kernels, counted "
+                "by what they say; the timestamp dropped):", "",
+                "| report | base | series |", "| --- | ---: | ---: |"]
+        for line, n in sorted(kinds.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
+                                                              kv[0])):
+            out.append("| %s | %d | %s |" % (_cell(line), n["base"], "**%d (series only)**"
+                                             % n["series"] if n["series"] and not n["base"]
+                                             else str(n["series"])))
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
