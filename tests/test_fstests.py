@@ -538,7 +538,8 @@ def pipeline(tmp_path, monkeypatch, repo):
                                      image_sha256=rev.replace("/", "") * 8, version="7.3")
 
     monkeypatch.setattr(cmd_fstests, "build", fake_build)
-    state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": []}
+    state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
+             "error_flag": set()}
 
     def fake_guest(kernel, script, disks, timeout, prog, log, label):
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
@@ -560,7 +561,8 @@ def pipeline(tmp_path, monkeypatch, repo):
             if t == state.get("die_at"):            # the guest dies in this test
                 console.append("run fstests %s at now" % t)
                 break
-            console += ["run fstests %s at now" % t, "%s 3s ...  3s" % t]
+            console += ["run fstests %s at now" % t] + state["reports"].get(
+                os.path.basename(kernel), {}).get(t, []) + ["%s 3s ...  3s" % t]
             body = {"pass": "", "notrun": "<skipped message=\"no\"/>",
                     "fail": "<failure message=\"output mismatch\" type=\"TestFail\"/>"}[st]
             cases.append('<testcase classname="xfstests.global" name="%s" time="3">%s'
@@ -577,6 +579,9 @@ def pipeline(tmp_path, monkeypatch, repo):
         # TEST_DEV: a clean ext2 (the guest's mkfs.ext2)
         for d in disks[1:3]:
             subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", d], check=True)
+        if os.path.basename(kernel) in state["error_flag"]:   # as ext2_error() leaves it
+            subprocess.run(["debugfs", "-w", "-R", "ssv state 3", disks[1]], check=True,
+                           capture_output=True)
         Path(log).write_text("\n".join(console) + "\nFORK-EXIT-STATUS: 0\n")
         return types.SimpleNamespace(ok=True, rc=0, error=None, problems=[], seconds=1.0,
                                      log=log, output=[])
@@ -619,6 +624,38 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
     before = len(pipeline["boots"])
     assert run_main("generic/001", "generic/002", "generic/013") == 1
     assert len(pipeline["boots"]) == before
+
+
+def test_pipeline_reports_kernel_errors_by_kernel(pipeline, capsys):
+    """A report only the series' console has is named, one on both is not;
+    the counts follow the kernel, not the side it had when it booted; a
+    test disk the kernel marked with errors is not called clean."""
+    bug = "BUG: KASAN: use-after-free in ext2_new_blocks+0x1a/0x200"
+    err = "EXT2-fs (vdb): error: ext2_fsync: detected IO error when writing metadata buffers"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["reports"] = {"distro-7.3.bzImage": {"generic/013": ["[ 5.0] " + err]},
+                           "series-7.3.bzImage": {"generic/013": ["[ 6.1] " + err],
+                                                  "generic/002": ["[ 9.9] " + bug]}}
+    pipeline["error_flag"] = {"series-7.3.bzImage"}
+    assert run_main("generic/013", "generic/002") == 0
+    out = capsys.readouterr().out
+    rep = json.loads((Path(re.search(r"^results: (\S+)", out, re.M).group(1))
+                      / "fstests.json").read_text())
+    kinds = rep["meta"]["report_kinds"]
+    assert kinds["BUG: KASAN: use-after-free in ext2_new_blocks+X/Y"] == {
+        "base": 0, "series": 1, "tests": ["generic/002"]}
+    assert kinds[err] == {"base": 1, "series": 1, "tests": ["generic/013"]}
+    assert "on the series only: BUG: KASAN: use-after-free in ext2_new_blocks+X/Y" in out
+    assert re.search(r"^e2fsck -fn after each boot: boot series 1: test e2fsck -fn exit 0 but "
+                     r"superblock state: clean with errors \(", out, re.M), out
+    md = (Path(re.search(r"^results: (\S+)", out, re.M).group(1)) / "fstests.md").read_text()
+    assert "| generic/002 | 0 | **1 (series only)** |" in md
+    # the series image as the base of another run: its reports are the base's now
+    assert run_main("series/7.3", "distro/7.3", "generic/013", "generic/002") == 0
+    out = capsys.readouterr().out
+    assert "on the series only" not in out
+    assert re.search(r"^kernel reports in the consoles: 2 kinds of line \(2 on the base, 1 on "
+                     r"the series\)$", out, re.M), out
 
 
 def test_pipeline_reuses_base_results_for_another_series(pipeline, capsys):
@@ -749,7 +786,7 @@ def test_fsck_verdict_names_the_error_flag_the_kernel_set(tmp_path):
                    capture_output=True)
     rc, state, verdict = check()
     assert (rc, state) == (0, "clean with errors")
-    assert verdict == 'e2fsck -fn clean, but the superblock state is "clean with errors" (/e.txt)'
+    assert verdict == "e2fsck -fn exit 0 but superblock state: clean with errors (/e.txt)"
     boots = [{"side": "series", "n": 5, "e2fsck": {"test": verdict, "scratch": fstests.WIPED}}]
     assert cmd_fstests.e2fsck_summary(boots) == "boot series 5: test " + verdict
     assert fstests.fs_state("dumpe2fs 1.47.0 (5-Feb-2023)\n") is None
@@ -757,41 +794,61 @@ def test_fsck_verdict_names_the_error_flag_the_kernel_set(tmp_path):
 
 
 def test_kernel_reports_are_counted_from_every_console(tmp_path):
-    """A boot's record keeps its first 20 reports; the run counts every
-    report line in every console (plain or xz'd) by what it says, and names
-    the kinds only the series has and the boots whose console is gone."""
+    """A boot's record keeps its first 20 kernel reports; the run counts
+    every report line of the tests it chose in every console (plain or
+    xz'd) by what it says, and names the kinds only the series has and
+    the consoles it could not read."""
     import lzma
+    fsync = "EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing metadata buffers"
     base_log = tmp_path / "base.log"
     base_log.write_text(
-        "[  879.6] EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing metadata buffers\n"
-        * 25 + "[  984.4] EXT2-fs (vdb): error: ext2_fsync: detected IO error when writing "
-        "metadata buffers\ngeneric/114        [  989.2] run fstests generic/114\n")
+        "[    1.0] WARNING: CPU: 0 PID: 1 at fs/ext2/super.c:10 ext2_fill_super+0x1a/0x90\n"
+        "generic/095        [  870.1] run fstests generic/095 at 2026-12-05 14:48:00\n"
+        + "[  879.6] %s\n" % fsync * 25 +
+        "generic/113        [  980.0] run fstests generic/113 at 2026-12-05 14:49:00\n"
+        "  4s [  984.4] EXT2-fs (vdb): error: ext2_fsync: detected IO error "
+        "when writing metadata buffers\n"
+        "[  985.0] run fstests generic/200 at 2026-12-05 14:50:00\n"
+        "[  985.5] BUG: not chosen\n"
+        "[  986.0] run fstests generic/300 at 2026-12-05 14:51:00\n"
+        "[  987.0] BUG: cut by the time limit, runs again later\n")
     with lzma.open(str(tmp_path / "series.log.xz"), "wt") as fh:
-        fh.write("[  435.1] EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing "
-                 "metadata buffers\n[ 1201.0] WARNING: CPU: 1 PID: 7 at fs/ext2/balloc.c:99\n")
-    boots = [{"side": "base", "n": 1, "console": str(base_log)},
-             {"side": "series", "n": 1, "console": str(tmp_path / "series.log")},
-             {"side": "series", "n": 2, "console": str(tmp_path / "gone.log")}]
-    kinds, missing = fstests.kernel_reports(boots)
-    fsync = "EXT2-fs (vdc): error: ext2_fsync: detected IO error when writing metadata buffers"
-    assert kinds[fsync] == {"base": 25, "series": 1}
-    assert kinds[fsync.replace("vdc", "vdb")] == {"base": 1, "series": 0}
-    warn = "WARNING: CPU: 1 PID: 7 at fs/ext2/balloc.c:99"
-    assert kinds[warn] == {"base": 0, "series": 1}
-    assert len(kinds) == 3 and missing == ["series boot 2"]
-    summary = fstests.reports_summary(kinds, missing)
-    assert summary == ("3 kinds of line (26 on the base, 2 on the series); on the series only: "
-                       + warn + "; console not here for series boot 2")
-    assert fstests.reports_summary({}, []) == "none"
+        fh.write("[    1.2] WARNING: CPU: 1 PID: 7 at fs/ext2/super.c:12 "
+                 "ext2_fill_super+0x2b/0x90\n"
+                 "[  430.0] run fstests generic/095 at 2026-12-05 17:20:00\n"
+                 "[  435.1] %s\n[ 1201.0] INFO: task fsstress:4242 blocked for more than "
+                 "122 seconds.\n" % fsync)
+    (tmp_path / "bad.log.xz").write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
+    boots = [("base", {"side": "base", "n": 1, "tests": ["generic/095", "generic/113",
+                                                         "generic/200"]}, [str(base_log)]),
+             ("series", {"side": "series", "n": 1, "tests": ["generic/095"]},
+              [str(tmp_path / "series.log"), str(tmp_path / "series.log.xz")]),
+             ("series", {"side": "series", "n": 2, "tests": ["generic/113"]},
+              [str(tmp_path / "gone.log"), str(tmp_path / "bad.log.xz")])]
+    kinds, missing = fstests.kernel_reports(boots, ["generic/095", "generic/113",
+                                                    "generic/300"])
+    warn = "WARNING: CPU: N PID: N at fs/ext2/super.c:N ext2_fill_super+X/Y"
+    task = "INFO: task fsstress:N blocked for more than 122 seconds."
+    assert kinds == {
+        warn: {"base": 1, "series": 1, "tests": ["(boot)"]},
+        fsync: {"base": 25, "series": 1, "tests": ["generic/095"]},
+        fsync.replace("vdc", "vdb"): {"base": 1, "series": 0, "tests": ["generic/113"]},
+        task: {"base": 0, "series": 1, "tests": ["generic/095"]}}
+    assert len(missing) == 1 and missing[0].startswith("series boot 2 (bad.log.xz: ")
+    summary = fstests.reports_summary(kinds, missing, 2)
+    assert summary == ("4 kinds of line (27 on the base, 3 on the series); on the series "
+                       "only: " + task + "; not read: " + missing[0])
+    assert fstests.reports_summary({}, [], 1) == "none in 1 console"
+    assert fstests.reports_summary({warn: kinds[warn]}, [], 2).startswith("1 kind of line")
     meta = {"base": {"rev": "b", "commit": "1" * 40, "image_sha256": "2" * 64},
             "series": {"rev": "s", "commit": "3" * 40, "image_sha256": "4" * 64},
             "fstests_url": "u", "fstests_commit": "c", "root_key": "r", "suite": "bookworm",
-            "selection": "x", "command": "tools/fork fstests", "kernel_reports": kinds,
+            "selection": "x", "command": "tools/fork fstests", "report_kinds": kinds,
             "reports_summary": summary}
     md = fstests.markdown(meta, [], {})
     assert "- kernel reports in the consoles: " + summary in md
-    assert "| %s | 0 | **1 (series only)** |" % warn in md
-    assert "| %s | 25 | 1 |" % fsync in md
+    assert "| `%s` | generic/095 | 0 | **1 (series only)** |" % task in md
+    assert "| `%s` | generic/095 | 25 | 1 |" % fsync in md
 
 
 def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):

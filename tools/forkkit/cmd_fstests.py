@@ -174,7 +174,7 @@ def main(args):
     packages = fsrecord.packages_key(root)
     identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
                 "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
-    stores = {}
+    stores, recdirs = {}, {}
     run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
                                        " ".join(chosen)]).encode()).hexdigest()[:16]
     rundir = ensure_dir(wpath("fstests", "runs", run_id))
@@ -210,7 +210,7 @@ def main(args):
             ident = dict(identity, image_sha256=img.image_sha256, rev=revs[n],
                          commit=commits[n], tree=getattr(img, "tree", None),
                          version=img.version)
-            recdir = os.path.join(args.record, name) if args.record else None
+            recdir = recdirs[side] = os.path.join(args.record, name) if args.record else None
             if recdir:
                 results[side] = merge_record(recdir, ident, results[side], rpath, bpath,
                                              side, prog)
@@ -255,9 +255,17 @@ def main(args):
              if set(b.get("tests", [])) & set(chosen)]
     rows = fstests.compare(chosen, results["base"], results["series"])
     meta["e2fsck"] = e2fsck_summary(boots)
-    kinds, missing = fstests.kernel_reports(boots)
-    meta["kernel_reports"] = kinds
-    meta["reports_summary"] = fstests.reports_summary(kinds, missing)
+    # each boot's reports count for the side its kernel has in this run
+    consoles = [(side, b, [b.get("console")] + ([os.path.join(
+                    recdirs[side], "boot-%d" % b["n"], "console.log.xz")] if recdirs.get(side)
+                    else []))
+                for side in SIDES if side in stores
+                for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
+                if set(b.get("tests", [])) & set(chosen)]
+    kinds, missing = fstests.kernel_reports(consoles, chosen)
+    meta["report_kinds"] = kinds
+    meta["reports_summary"] = fstests.reports_summary(kinds, missing,
+                                                      len(consoles) - len(missing))
     report = {"meta": meta, "tests": rows, "boots": boots,
               "totals": {s: fstests.totals(rows, s) for s in SIDES}}
     fstests.write_json(os.path.join(rundir, "fstests.json"), report)
@@ -445,9 +453,10 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
                 out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
                                                                  proc.stdout, proc.stderr))
                 head = run(["dumpe2fs", "-h", disks[d]], check=False)
-                state = fstests.fs_state(head.stdout) if head.returncode == 0 else None
-                out.write("$ dumpe2fs -h %s (exit %d): state %s\n\n"
-                          % (d, head.returncode, state or "not read"))
+                state = (fstests.fs_state(head.stdout) or "no state line in dumpe2fs -h") \
+                    if head.returncode == 0 else "not read (dumpe2fs -h exit %d)" % head.returncode
+                out.write("$ dumpe2fs -h %s (exit %d): %s\n%s\n"
+                          % (d, head.returncode, state, head.stderr))
                 fsck[d] = fstests.fsck_verdict(proc.returncode, proc.stdout + proc.stderr,
                                                os.path.join(bdir, "e2fsck.txt"), state)
         resdir = os.path.join(bdir, "results")

@@ -349,13 +349,15 @@ def fs_state(dumpe2fs_output):
 
 def fsck_verdict(rc, output, where, state=None):
     """The host's verdict on a disk after a boot from e2fsck -fn's exit
-    status and output, and the superblock state if it was read."""
+    status and output, and the superblock's state (dumpe2fs -h; None: not
+    asked).  A state other than clean is the kernel's ext2_error(), or a
+    guest that did not unmount the disk."""
     if "Bad magic number in super-block" in output or "Superblock invalid" in output:
         return WIPED
     if rc != 0:
         return "e2fsck -fn exit %d (%s)" % (rc, where)
     if state is not None and state != "clean":
-        return "e2fsck -fn clean, but the superblock state is \"%s\" (%s)" % (state, where)
+        return "e2fsck -fn exit 0 but superblock state: %s (%s)" % (state, where)
     return "clean"
 
 
@@ -388,51 +390,96 @@ def compare(tests, base, series):
     return rows
 
 
-# "[  532.226242] " before a console line: dropped, so that a report is
-# counted by what it says.
-TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\]\s*")
+# A report's line, keyed by what it says: the text before the kernel's
+# timestamp (fstests writes "generic/113        " on the same console
+# line) and the timestamp are dropped, and so are the parts that differ
+# between two boots of one kernel or between base and series (CPU, PID,
+# line numbers the series shifts, offsets, addresses).
+TIMESTAMP_RE = re.compile(r"^.*?\[\s*\d+\.\d+\]\s*")
+VARYING = [(re.compile(r"\bCPU: \d+"), "CPU: N"), (re.compile(r"\bPID: \d+"), "PID: N"),
+           (re.compile(r"\b(task \S+?):\d+"), r"\1:N"),
+           (re.compile(r"\.([chS]):\d+"), r".\1:N"),
+           (re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+"), "+X/Y"),
+           (re.compile(r"\b(0x)?[0-9a-f]{12,16}\b"), "ADDR")]
+
+
+def report_key(line):
+    key = TIMESTAMP_RE.sub("", line.strip(), count=1)
+    for pat, rep in VARYING:
+        key = pat.sub(rep, key)
+    return key
 
 
 def _console(path):
-    """A boot's console log, plain or xz'd as a record keeps it; None if
-    neither is here."""
-    for p in (path, path + ".xz") if path and not path.endswith(".xz") else (path,):
-        if p and os.path.exists(p):
-            with (lzma.open if p.endswith(".xz") else open)(p, "rt", errors="replace") as fh:
-                return fh.read()
-    return None
+    """(text, None) of a boot's console log, plain or xz'd as a record
+    keeps it, or (None, why not)."""
+    if not path or not os.path.exists(path):
+        return None, "no file"
+    try:
+        if path.endswith(".xz"):
+            with lzma.open(path, "rt", errors="replace") as fh:
+                return fh.read(), None
+        with open(path, errors="replace") as fh:
+            return fh.read(), None
+    except (OSError, lzma.LZMAError, EOFError) as e:
+        return None, "%s: %s" % (os.path.basename(path), e)
 
 
-def kernel_reports(boots):
-    """The kernel's reports in the console of every boot (the lines the kit
-    calls problems: ext2_error(), WARNING, BUG, lockdep, ...), counted per
-    side by what they say: ({line: {"base": n, "series": n}}, [boots whose
-    console is not here]).  A boot's record keeps only its first 20, so a
-    later report of another kind would not show there."""
+def kernel_reports(consoles, chosen):
+    """The kernel's reports (the lines the kit calls problems: ext2_error,
+    WARNING, BUG, lockdep, ...) in the consoles of the boots that gave this
+    run's results, counted per side by report_key().  `consoles` is
+    [(side in this run, boot, [console paths to try])].  Only what the
+    console shows before the first test or during a test that the boot
+    finished and the run chose is counted (a test that a time limit cut
+    runs again in a later boot).  Returns ({key: {"base": n, "series": n,
+    "tests": [...]}}, [boots whose console could not be read])."""
     kinds, missing = {}, []
-    for b in boots:
-        text = _console(b.get("console"))
+    chosen = set(chosen)
+    for side, b, paths in consoles:
+        text, why = None, "no console named"
+        for p in paths:
+            text, why = _console(p)
+            if text is not None:
+                break
         if text is None:
-            missing.append("%s boot %s" % (b["side"], b["n"]))
+            missing.append("%s boot %s (%s)" % (b["side"], b["n"], why))
             continue
+        finished = set(b.get("tests", [])) & chosen
+        test = None
         for line in text.splitlines():
-            if PROBLEM_RE.search(line):
-                key = TIMESTAMP_RE.sub("", line.strip())
-                kinds.setdefault(key, {"base": 0, "series": 0})[b["side"]] += 1
+            m = START_RE.search(line)
+            if m:
+                test = m.group(1)
+            if not PROBLEM_RE.search(line) or (test is not None and test not in finished):
+                continue
+            k = kinds.setdefault(report_key(line), {"base": 0, "series": 0, "tests": []})
+            k[side] += 1
+            where = test or "(boot)"
+            if where not in k["tests"]:
+                k["tests"].append(where)
     return kinds, missing
 
 
-def reports_summary(kinds, missing):
-    """One line on the kernel reports: how many kinds, which the series
-    alone has."""
-    only = sorted(k for k, n in kinds.items() if n["series"] and not n["base"])
-    text = "%d kinds of line (%d on the base, %d on the series)" % (
-        len(kinds), sum(n["base"] for n in kinds.values()),
-        sum(n["series"] for n in kinds.values())) if kinds else "none"
+def series_only(kinds):
+    return sorted(k for k, n in kinds.items() if n["series"] and not n["base"])
+
+
+def reports_summary(kinds, missing, read):
+    """One line on the kernel reports of `read` consoles: how many kinds,
+    which the series alone has (the first 3), which consoles were not read."""
+    if kinds:
+        text = "%d kind%s of line (%d on the base, %d on the series)" % (
+            len(kinds), "" if len(kinds) == 1 else "s",
+            sum(n["base"] for n in kinds.values()), sum(n["series"] for n in kinds.values()))
+    else:
+        text = "none in %d console%s" % (read, "" if read == 1 else "s")
+    only = series_only(kinds)
     if only:
-        text += "; on the series only: " + "; ".join(only)
+        text += "; on the series only: " + "; ".join(only[:3]) + (
+            " and %d more" % (len(only) - 3) if len(only) > 3 else "")
     if missing:
-        text += "; console not here for " + ", ".join(missing)
+        text += "; not read: " + ", ".join(missing)
     return text
 
 
@@ -531,16 +578,19 @@ def markdown(meta, rows, excluded):
         for msg, n in sorted(reasons.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                                kv[0])):
             out.append("| %s | %d | %d |" % (_cell(msg), n["base"], n["series"]))
-    kinds = meta.get("kernel_reports") or {}
+    kinds = meta.get("report_kinds") or {}
     if kinds:
-        out += ["", "Kernel reports in the console logs (every boot of these kernels, counted "
-                "by what they say; the timestamp dropped):", "",
-                "| report | base | series |", "| --- | ---: | ---: |"]
+        out += ["", "Kernel reports in the console logs (the boots of these results, counted "
+                "by what they say; timestamp, CPU, PID, line numbers and addresses dropped):",
+                "", "| report | in | base | series |", "| --- | --- | ---: | ---: |"]
         for line, n in sorted(kinds.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                               kv[0])):
-            out.append("| %s | %d | %s |" % (_cell(line), n["base"], "**%d (series only)**"
-                                             % n["series"] if n["series"] and not n["base"]
-                                             else str(n["series"])))
+            tests = n["tests"][:4] + (["+%d" % (len(n["tests"]) - 4)] if len(n["tests"]) > 4
+                                      else [])
+            out.append("| `%s` | %s | %d | %s |" % (
+                _cell(line.replace("`", "'")), ", ".join(tests), n["base"],
+                "**%d (series only)**" % n["series"] if n["series"] and not n["base"]
+                else str(n["series"])))
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
