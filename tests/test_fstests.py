@@ -762,8 +762,12 @@ def test_fsck_verdict_tells_a_wiped_disk_from_a_clean_one():
     boots = [{"side": "base", "n": 1, "e2fsck": {"test": "clean", "scratch": fstests.WIPED}},
              {"side": "series", "n": 1, "e2fsck": {"test": "e2fsck -fn exit 4 (/e.txt)",
                                                    "scratch": "clean"}}]
-    assert cmd_fstests.e2fsck_summary(boots[:1]).startswith("clean")
-    assert cmd_fstests.e2fsck_summary(boots) == "boot series 1: test e2fsck -fn exit 4 (/e.txt)"
+    assert cmd_fstests.e2fsck_summary([("base", boots[0])]).startswith("clean")
+    assert cmd_fstests.e2fsck_summary([(b["side"], b) for b in boots]) == \
+        "boot series 1: test e2fsck -fn exit 4 (/e.txt)"
+    # the side this run gives the boot's kernel, not the one it had then
+    assert cmd_fstests.e2fsck_summary([("base", boots[1])]) == \
+        "boot base 1: test e2fsck -fn exit 4 (/e.txt)"
 
 
 def test_fsck_verdict_names_the_error_flag_the_kernel_set(tmp_path):
@@ -787,7 +791,8 @@ def test_fsck_verdict_names_the_error_flag_the_kernel_set(tmp_path):
     rc, state, verdict = check()
     assert (rc, state) == (0, "clean with errors")
     assert verdict == "e2fsck -fn exit 0 but superblock state: clean with errors (/e.txt)"
-    boots = [{"side": "series", "n": 5, "e2fsck": {"test": verdict, "scratch": fstests.WIPED}}]
+    boots = [("series", {"side": "series", "n": 5,
+                         "e2fsck": {"test": verdict, "scratch": fstests.WIPED}})]
     assert cmd_fstests.e2fsck_summary(boots) == "boot series 5: test " + verdict
     assert fstests.fs_state("dumpe2fs 1.47.0 (5-Feb-2023)\n") is None
     assert fstests.fsck_verdict(0, "t.img: 11/1024 files\n", "x", None) == "clean"
@@ -811,16 +816,35 @@ def test_kernel_reports_are_counted_from_every_console(tmp_path):
         "[  985.0] run fstests generic/200 at 2026-12-05 14:50:00\n"
         "[  985.5] BUG: not chosen\n"
         "[  986.0] run fstests generic/300 at 2026-12-05 14:51:00\n"
-        "[  987.0] BUG: cut by the time limit, runs again later\n")
+        "[  987.0] BUG: cut by the time limit, runs again later\n"
+        "FSTESTS-TIME-LIMIT\n"
+        "[  990.0] EXT2-fs (vdb): error: ext2_free_blocks: bit already cleared for block 4242\n")
+    stale_log = tmp_path / "stale.log"      # generic/095 before --fresh ran it again
+    stale_log.write_text("[  1.0] run fstests generic/095 at 2026-12-04 10:00:00\n"
+                         "[  2.0] BUG: stale, the later boot's result is the one used\n")
     with lzma.open(str(tmp_path / "series.log.xz"), "wt") as fh:
         fh.write("[    1.2] WARNING: CPU: 1 PID: 7 at fs/ext2/super.c:12 "
                  "ext2_fill_super+0x2b/0x90\n"
                  "[  430.0] run fstests generic/095 at 2026-12-05 17:20:00\n"
                  "[  435.1] %s\n[ 1201.0] INFO: task fsstress:4242 blocked for more than "
-                 "122 seconds.\n" % fsync)
+                 "122 seconds.\n"
+                 "[ 1300.0] WARNING: fs/ext2/balloc.c:104 at ext2_new_blocks+0x1/0x2, CPU#0: "
+                 "fsstress/81\n"
+                 "FSTESTS-END check-exit=0\n"
+                 "[ 1400.0] EXT2-fs (vdb): error: ext2_free_blocks: bit already cleared for "
+                 "block 77\n" % fsync)
     (tmp_path / "bad.log.xz").write_bytes(b"version https://git-lfs.github.com/spec/v1\n")
-    boots = [("base", {"side": "base", "n": 1, "tests": ["generic/095", "generic/113",
+    (tmp_path / "old.log").write_text(
+        "[  5.0] run fstests generic/300 at 2026-12-03 09:00:00\n"
+        "generic/300    [  9.0] WARNING: fs/ext2/balloc.c:99 at ext2_new_blocks+0x3/0x2, "
+        "CPU#1: fsstress/4031\n")
+    boots = [("base", {"side": "base", "n": 1, "tests": ["generic/095"]}, [str(stale_log)]),
+             ("base", {"side": "base", "n": 2, "tests": ["generic/095", "generic/113",
                                                          "generic/200"]}, [str(base_log)]),
+             # the test the time limit cut above, run again (when the same image
+             # was the series of another run): 7.3's WARNING, as on the series
+             ("base", {"side": "series", "n": 3, "tests": ["generic/300"]}, [str(
+                 tmp_path / "old.log")]),
              ("series", {"side": "series", "n": 1, "tests": ["generic/095"]},
               [str(tmp_path / "series.log"), str(tmp_path / "series.log.xz")]),
              ("series", {"side": "series", "n": 2, "tests": ["generic/113"]},
@@ -828,15 +852,19 @@ def test_kernel_reports_are_counted_from_every_console(tmp_path):
     kinds, missing = fstests.kernel_reports(boots, ["generic/095", "generic/113",
                                                     "generic/300"])
     warn = "WARNING: CPU: N PID: N at fs/ext2/super.c:N ext2_fill_super+X/Y"
-    task = "INFO: task fsstress:N blocked for more than 122 seconds."
+    task = "INFO: task fsstress:N blocked for more than N seconds."
+    warn73 = "WARNING: fs/ext2/balloc.c:N at ext2_new_blocks+X/Y, CPU#N: fsstress/N"
+    freed = "EXT2-fs (vdb): error: ext2_free_blocks: bit already cleared for block N"
     assert kinds == {
         warn: {"base": 1, "series": 1, "tests": ["(boot)"]},
         fsync: {"base": 25, "series": 1, "tests": ["generic/095"]},
         fsync.replace("vdc", "vdb"): {"base": 1, "series": 0, "tests": ["generic/113"]},
-        task: {"base": 0, "series": 1, "tests": ["generic/095"]}}
+        task: {"base": 0, "series": 1, "tests": ["generic/095"]},
+        warn73: {"base": 1, "series": 1, "tests": ["generic/300", "generic/095"]},
+        freed: {"base": 1, "series": 1, "tests": ["(end)"]}}
     assert len(missing) == 1 and missing[0].startswith("series boot 2 (bad.log.xz: ")
-    summary = fstests.reports_summary(kinds, missing, 2)
-    assert summary == ("4 kinds of line (27 on the base, 3 on the series); on the series "
+    summary = fstests.reports_summary(kinds, missing, 4)
+    assert summary == ("6 kinds of line (29 on the base, 5 on the series); on the series "
                        "only: " + task + "; not read: " + missing[0])
     assert fstests.reports_summary({}, [], 1) == "none in 1 console"
     assert fstests.reports_summary({warn: kinds[warn]}, [], 2).startswith("1 kind of line")

@@ -254,14 +254,15 @@ def main(args):
              for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
              if set(b.get("tests", [])) & set(chosen)]
     rows = fstests.compare(chosen, results["base"], results["series"])
-    meta["e2fsck"] = e2fsck_summary(boots)
-    # each boot's reports count for the side its kernel has in this run
+    # each boot's e2fsck and reports count for the side its kernel has in
+    # this run (a store is per kernel image, and serves other runs too)
     consoles = [(side, b, [b.get("console")] + ([os.path.join(
                     recdirs[side], "boot-%d" % b["n"], "console.log.xz")] if recdirs.get(side)
                     else []))
                 for side in SIDES if side in stores
                 for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
                 if set(b.get("tests", [])) & set(chosen)]
+    meta["e2fsck"] = e2fsck_summary([(side, b) for side, b, _ in consoles])
     kinds, missing = fstests.kernel_reports(consoles, chosen)
     meta["report_kinds"] = kinds
     meta["reports_summary"] = fstests.reports_summary(kinds, missing,
@@ -304,11 +305,13 @@ def main(args):
 
 
 def e2fsck_summary(boots):
-    bad = ["boot %s %s: %s %s" % (b["side"], b["n"], d, v) for b in boots
+    """One line on the host's e2fsck of every boot, boots as [(side in this
+    run, boot)]."""
+    bad = ["boot %s %s: %s %s" % (side, b["n"], d, v) for side, b in boots
            for d, v in sorted(b["e2fsck"].items()) if v not in ("clean", fstests.WIPED)]
     if not boots:
         return "n/a"
-    wiped = sum(1 for b in boots for v in b["e2fsck"].values() if v == fstests.WIPED)
+    wiped = sum(1 for _, b in boots for v in b["e2fsck"].values() if v == fstests.WIPED)
     return "clean (%d boots, test and scratch disks%s)" % (
         len(boots), "; %d scratch disks left wiped by fstests" % wiped if wiped else "") \
         if not bad else "; ".join(bad)

@@ -397,15 +397,22 @@ def compare(tests, base, series):
 # line numbers the series shifts, offsets, addresses).
 TIMESTAMP_RE = re.compile(r"^.*?\[\s*\d+\.\d+\]\s*")
 VARYING = [(re.compile(r"\bCPU: \d+"), "CPU: N"), (re.compile(r"\bPID: \d+"), "PID: N"),
-           (re.compile(r"\b(task \S+?):\d+"), r"\1:N"),
+           # 7.3's "WARNING: fs/ext2/balloc.c:100 at f+0x1/0x2, CPU#1: stress/80"
+           (re.compile(r"\bCPU#\d+(: \S+)/\d+"), r"CPU#N\1/N"), (re.compile(r"\bCPU#\d+"), "CPU#N"),
+           (re.compile(r"\b(task \S+):\d+"), r"\1:N"),
+           (re.compile(r"(stuck for )\d+s!( \[\S+):\d+\]"), r"\1Ns!\2:N]"),
+           (re.compile(r"(for more than )\d+( seconds)"), r"\1N\2"),
            (re.compile(r"\.([chS]):\d+"), r".\1:N"),
            (re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+"), "+X/Y"),
            (re.compile(r"\b(0x)?[0-9a-f]{12,16}\b"), "ADDR")]
+# the numbers in ext2's messages (blocks, inodes, sizes; not the 2 of
+# "ext2_fsync"): the series allocates other blocks and inodes
+EXT2_NUMBERS = [(re.compile(r"(?<!\w)\d+"), "N")]
 
 
 def report_key(line):
     key = TIMESTAMP_RE.sub("", line.strip(), count=1)
-    for pat, rep in VARYING:
+    for pat, rep in VARYING + (EXT2_NUMBERS if key.startswith("EXT2-fs") else []):
         key = pat.sub(rep, key)
     return key
 
@@ -413,8 +420,10 @@ def report_key(line):
 def _console(path):
     """(text, None) of a boot's console log, plain or xz'd as a record
     keeps it, or (None, why not)."""
-    if not path or not os.path.exists(path):
-        return None, "no file"
+    if not path:
+        return None, "no console named"
+    if not os.path.exists(path):
+        return None, "no file %s" % path
     try:
         if path.endswith(".xz"):
             with lzma.open(path, "rt", errors="replace") as fh:
@@ -431,11 +440,17 @@ def kernel_reports(consoles, chosen):
     run's results, counted per side by report_key().  `consoles` is
     [(side in this run, boot, [console paths to try])].  Only what the
     console shows before the first test or during a test that the boot
-    finished and the run chose is counted (a test that a time limit cut
-    runs again in a later boot).  Returns ({key: {"base": n, "series": n,
+    finished and the run chose, in the last boot that ran it (a test that
+    a time limit cut, or --fresh, ran again), or after the tests is
+    counted.  Returns ({key: {"base": n, "series": n,
     "tests": [...]}}, [boots whose console could not be read])."""
     kinds, missing = {}, []
     chosen = set(chosen)
+    # a test run again (--fresh, or after a cut) counts in its last boot only
+    last = {}
+    for side, b, _ in consoles:
+        for t in b.get("tests", []):
+            last[side, t] = max(last.get((side, t), 0), b["n"])
     for side, b, paths in consoles:
         text, why = None, "no console named"
         for p in paths:
@@ -443,15 +458,18 @@ def kernel_reports(consoles, chosen):
             if text is not None:
                 break
         if text is None:
-            missing.append("%s boot %s (%s)" % (b["side"], b["n"], why))
+            missing.append("%s boot %s (%s)" % (side, b["n"], why))
             continue
-        finished = set(b.get("tests", [])) & chosen
+        counted = {t for t in b.get("tests", []) if t in chosen and last[side, t] == b["n"]}
         test = None
         for line in text.splitlines():
             m = START_RE.search(line)
             if m:
                 test = m.group(1)
-            if not PROBLEM_RE.search(line) or (test is not None and test not in finished):
+            elif any(mark in line for mark in ("FSTESTS-TIME-LIMIT", "FSTESTS-END")):
+                test = "(end)"      # the guest's unmount and shutdown
+            if not PROBLEM_RE.search(line) or (test not in (None, "(end)")
+                                               and test not in counted):
                 continue
             k = kinds.setdefault(report_key(line), {"base": 0, "series": 0, "tests": []})
             k[side] += 1
@@ -581,7 +599,8 @@ def markdown(meta, rows, excluded):
     kinds = meta.get("report_kinds") or {}
     if kinds:
         out += ["", "Kernel reports in the console logs (the boots of these results, counted "
-                "by what they say; timestamp, CPU, PID, line numbers and addresses dropped):",
+                "by what they say; timestamp, CPU, PID, line numbers, offsets, addresses and "
+                "ext2_error's numbers dropped):",
                 "", "| report | in | base | series |", "| --- | --- | ---: | ---: |"]
         for line, n in sorted(kinds.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                               kv[0])):
