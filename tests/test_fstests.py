@@ -642,10 +642,10 @@ def test_pipeline_reports_kernel_errors_by_kernel(pipeline, capsys):
     rep = json.loads((Path(re.search(r"^results: (\S+)", out, re.M).group(1))
                       / "fstests.json").read_text())
     kinds = rep["meta"]["report_kinds"]
-    assert kinds["BUG: KASAN: use-after-free in ext2_new_blocks+X/Y"] == {
+    assert kinds["BUG: KASAN: use-after-free in ext2_new_blocks"] == {
         "base": 0, "series": 1, "tests": ["generic/002"]}
     assert kinds[err] == {"base": 1, "series": 1, "tests": ["generic/013"]}
-    assert "on the series only: BUG: KASAN: use-after-free in ext2_new_blocks+X/Y" in out
+    assert "on the series only: BUG: KASAN: use-after-free in ext2_new_blocks" in out
     assert re.search(r"^e2fsck -fn after each boot: boot series 1: test e2fsck -fn exit 0 but "
                      r"superblock state: clean with errors \(", out, re.M), out
     md = (Path(re.search(r"^results: (\S+)", out, re.M).group(1)) / "fstests.md").read_text()
@@ -851,9 +851,9 @@ def test_kernel_reports_are_counted_from_every_console(tmp_path):
               [str(tmp_path / "gone.log"), str(tmp_path / "bad.log.xz")])]
     kinds, missing = fstests.kernel_reports(boots, ["generic/095", "generic/113",
                                                     "generic/300"])
-    warn = "WARNING: CPU: N PID: N at fs/ext2/super.c:N ext2_fill_super+X/Y"
+    warn = "WARNING: CPU ? PID: N at fs/ext2/super.c:N ext2_fill_super"
     task = "INFO: task fsstress:N blocked for more than N seconds."
-    warn73 = "WARNING: fs/ext2/balloc.c:N at ext2_new_blocks+X/Y, CPU#N: fsstress/N"
+    warn73 = "WARNING: fs/ext2/balloc.c:N at ext2_new_blocks, CPU#N: fsstress/N"
     freed = "EXT2-fs (vdb): error: ext2_free_blocks: bit already cleared for block N"
     assert kinds == {
         warn: {"base": 1, "series": 1, "tests": ["(boot)"]},

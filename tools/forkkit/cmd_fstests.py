@@ -249,19 +249,17 @@ def main(args):
                     raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
     finally:
         later.join()
-    # every boot that gave these kernels' results, earlier runs included
-    boots = [b for side in SIDES if side in stores
-             for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
-             if set(b.get("tests", [])) & set(chosen)]
-    rows = fstests.compare(chosen, results["base"], results["series"])
-    # each boot's e2fsck and reports count for the side its kernel has in
-    # this run (a store is per kernel image, and serves other runs too)
+    # every boot that gave these kernels' results, earlier runs included;
+    # its e2fsck and reports count for the side its kernel has in this run
+    # (a store is per kernel image, and serves other runs too)
     consoles = [(side, b, [b.get("console")] + ([os.path.join(
                     recdirs[side], "boot-%d" % b["n"], "console.log.xz")] if recdirs.get(side)
                     else []))
                 for side in SIDES if side in stores
                 for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
                 if set(b.get("tests", [])) & set(chosen)]
+    boots = [b for _, b, _ in consoles]
+    rows = fstests.compare(chosen, results["base"], results["series"])
     meta["e2fsck"] = e2fsck_summary([(side, b) for side, b, _ in consoles])
     kinds, missing = fstests.kernel_reports(consoles, chosen)
     meta["report_kinds"] = kinds

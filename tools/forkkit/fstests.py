@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 from .common import ForkError, repo_root
 from .qemu import PROBLEM_RE
+from .reports import signature
 
 # test ids fstests' check takes (tests/<dir>/<number>)
 TEST_RE = re.compile(r"^(generic|ext4|shared|perf|selftest)/(\d{3,})$")
@@ -390,31 +391,15 @@ def compare(tests, base, series):
     return rows
 
 
-# A report's line, keyed by what it says: the text before the kernel's
-# timestamp (fstests writes "generic/113        " on the same console
-# line) and the timestamp are dropped, and so are the parts that differ
-# between two boots of one kernel or between base and series (CPU, PID,
-# line numbers the series shifts, offsets, addresses).
-TIMESTAMP_RE = re.compile(r"^.*?\[\s*\d+\.\d+\]\s*")
-VARYING = [(re.compile(r"\bCPU: \d+"), "CPU: N"), (re.compile(r"\bPID: \d+"), "PID: N"),
-           # 7.3's "WARNING: fs/ext2/balloc.c:100 at f+0x1/0x2, CPU#1: stress/80"
-           (re.compile(r"\bCPU#\d+(: \S+)/\d+"), r"CPU#N\1/N"), (re.compile(r"\bCPU#\d+"), "CPU#N"),
-           (re.compile(r"\b(task \S+):\d+"), r"\1:N"),
-           (re.compile(r"(stuck for )\d+s!( \[\S+):\d+\]"), r"\1Ns!\2:N]"),
-           (re.compile(r"(for more than )\d+( seconds)"), r"\1N\2"),
-           (re.compile(r"\.([chS]):\d+"), r".\1:N"),
-           (re.compile(r"\+0x[0-9a-f]+/0x[0-9a-f]+"), "+X/Y"),
-           (re.compile(r"\b(0x)?[0-9a-f]{12,16}\b"), "ADDR")]
-# the numbers in ext2's messages (blocks, inodes, sizes; not the 2 of
-# "ext2_fsync"): the series allocates other blocks and inodes
-EXT2_NUMBERS = [(re.compile(r"(?<!\w)\d+"), "N")]
+# A report's line, keyed by what it says: reports.signature() (the
+# sanitizer verdict's key: no timestamp, offsets, addresses, task, PID, CPU
+# or other numbers), after the text that fstests writes before the
+# kernel's timestamp on the same console line ("generic/113        ").
+PREFIX_RE = re.compile(r"^.*?(?=\[\s*\d+\.\d+\])")
 
 
 def report_key(line):
-    key = TIMESTAMP_RE.sub("", line.strip(), count=1)
-    for pat, rep in VARYING + (EXT2_NUMBERS if key.startswith("EXT2-fs") else []):
-        key = pat.sub(rep, key)
-    return key
+    return signature(PREFIX_RE.sub("", line.strip(), count=1))
 
 
 def _console(path):
@@ -597,10 +582,10 @@ def markdown(meta, rows, excluded):
                                                                kv[0])):
             out.append("| %s | %d | %d |" % (_cell(msg), n["base"], n["series"]))
     kinds = meta.get("report_kinds") or {}
+    only = set(series_only(kinds))
     if kinds:
         out += ["", "Kernel reports in the console logs (the boots of these results, counted "
-                "by what they say; timestamp, CPU, PID, line numbers, offsets, addresses and "
-                "ext2_error's numbers dropped):",
+                "by what they say: timestamps, offsets, addresses and numbers dropped):",
                 "", "| report | in | base | series |", "| --- | --- | ---: | ---: |"]
         for line, n in sorted(kinds.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
                                                               kv[0])):
@@ -608,8 +593,7 @@ def markdown(meta, rows, excluded):
                                       else [])
             out.append("| `%s` | %s | %d | %s |" % (
                 _cell(line.replace("`", "'")), ", ".join(tests), n["base"],
-                "**%d (series only)**" % n["series"] if n["series"] and not n["base"]
-                else str(n["series"])))
+                "**%d (series only)**" % n["series"] if line in only else str(n["series"])))
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
