@@ -87,6 +87,7 @@ def test_ci_selection_base_vs_series():
     # consoles have and the base's do not
     assert not [k for k, n in rep["meta"]["report_kinds"].items()
                 if n["series"] and not n["base"]], rep["meta"]["reports_summary"]
+    assert "not read" not in rep["meta"]["reports_summary"]   # every console was scanned
     assert re.match(r"^[0-9a-f]{40}$", rep["meta"]["fstests_commit"])
     for b in rep["boots"]:
         assert os.path.exists(b["xunit"])
