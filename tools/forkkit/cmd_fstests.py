@@ -252,9 +252,8 @@ def main(args):
     # every boot that gave these kernels' results, earlier runs included;
     # its e2fsck and reports count for the side its kernel has in this run
     # (a store is per kernel image, and serves other runs too)
-    consoles = [(side, b, [b.get("console")] + ([os.path.join(
-                    recdirs[side], "boot-%d" % b["n"], "console.log.xz")] if recdirs.get(side)
-                    else []))
+    consoles = [(side, b, [b.get("console")] + ([fsrecord.console_path(recdirs[side], b["n"])]
+                                                if recdirs.get(side) else []))
                 for side in SIDES if side in stores
                 for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
                 if set(b.get("tests", [])) & set(chosen)]

@@ -101,6 +101,15 @@ def load(recdir, identity):
     return tests, boots
 
 
+# a boot's console in its record, xz'd
+CONSOLE = "console.log.xz"
+
+
+def console_path(recdir, n):
+    """Where the record in recdir keeps boot n's console."""
+    return os.path.join(recdir, "boot-%d" % n, CONSOLE)
+
+
 def _xz(src, dest):
     with open(src, "rb") as fh, lzma.open(dest + ".tmp", "wb") as out:
         shutil.copyfileobj(fh, out)
@@ -132,14 +141,14 @@ def save(recdir, identity, tests, boots):
                                 "killed while saving?): move it away" % (dest, recdir))
             ensure_dir(dest)
             if b.get("console") and os.path.exists(b["console"]):
-                _xz(b["console"], os.path.join(dest, "console.log.xz"))
+                _xz(b["console"], console_path(recdir, b["n"]))
             if b.get("xunit") and os.path.exists(b["xunit"]):
                 shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
             for f in ("e2fsck.txt", "guest-script.sh"):
                 if os.path.exists(os.path.join(b["dir"], f)):
                     shutil.copy(os.path.join(b["dir"], f), os.path.join(dest, f))
         b["dir"] = name
-        b["console"] = name + "/console.log.xz" if b.get("console") else None
+        b["console"] = os.path.join(name, CONSOLE) if b.get("console") else None
         b["xunit"] = name + "/result.xml" if b.get("xunit") else None
         out.append(b)
     write_json(os.path.join(recdir, "kernel.json"), identity)
