@@ -165,3 +165,19 @@ def test_bad_series_directory(kit):
     res = kit.fork("branches")
     assert res.rc == 1
     assert "lists 0001-missing.patch, which does not exist" in res.err
+
+
+def test_series_entry_outside_the_series_directory_is_refused(kit):
+    kit.laid_out()
+    outside = kit.tmp / "outside.patch"
+    outside.write_text((kit.repo / "patches" / "0001-ext2-make-balloc-faster.patch").read_text())
+    refs = kit.refs()
+    for entry in ("../../outside.patch", str(outside)):
+        (kit.repo / "patches" / "series").write_text(entry + "\n")
+        res = kit.fork("branches")
+        assert res.rc == 1, res
+        line = res.err.strip()
+        assert "\n" not in line and "Traceback" not in line
+        assert "%r is not a file name in patches/" % entry in line
+        assert kit.refs() == refs
+

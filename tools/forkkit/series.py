@@ -111,6 +111,9 @@ class Series:
             words = line.split("#", 1)[0].split()
             if not words:
                 continue
+            if "/" in words[0] or words[0] in (".", ".."):
+                raise ForkError("%s: %r is not a file name in %s/: each line names a patch "
+                                "file of that directory" % (series_file, words[0], self.rel))
             full = os.path.join(self.path, words[0])
             if not os.path.isfile(full):
                 raise ForkError("%s lists %s, which does not exist"
