@@ -290,3 +290,18 @@ def test_inputs_edited_during_the_run_are_not_cached(fake, capsys, monkeypatch):
         assert rc == 0, out
         assert not os.listdir(os.path.join(str(fake.work), "cache", "check")), name
         monkeypatch.setattr(mod, name, real)
+
+
+def test_empty_or_reversed_range_is_a_failure(fake, capsys, tmp_path):
+    # A range that names no commit checks nothing: that is no pass, and
+    # no (empty) table is written.
+    json_out, md_out = tmp_path / "out.json", tmp_path / "out.md"
+    head = fake.commits[-1]
+    for rng in ("%s..%s" % (head, fake.commits[0]), "%s..%s" % (head, head)):
+        rc = cli.main(["check", rng, "--json", str(json_out), "--markdown", str(md_out)])
+        err = capsys.readouterr().err
+        assert rc == 1, err
+        assert "%s names no commit: nothing was checked" % rng in err
+        assert len(err.strip().splitlines()) == 1, err
+        assert not json_out.exists() and not md_out.exists()
+    assert fake.calls["build"] == []

@@ -58,7 +58,7 @@ import shutil
 import time
 
 from . import funcdiff, guesttests, kbuild, kernel, reports
-from .common import (Lock, Progress, check_output_path, ensure_dir, git, git_ok,
+from .common import (ForkError, Lock, Progress, check_output_path, ensure_dir, git, git_ok,
                      require_ktree, rev_parse, sha256_file, which, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
@@ -92,7 +92,12 @@ def commits_of(rng, series):
         a, b = rng.split("..", 1)
         rev_parse(a)
         rev_parse(b or "HEAD")
-        return git(["rev-list", "--reverse", rng]).split()
+        commits = git(["rev-list", "--reverse", rng]).split()
+        if not commits:
+            # nothing checked is no pass (and writes no empty table)
+            raise ForkError("%s names no commit: nothing was checked (A..B is the commits "
+                            "after A up to B: give the older commit first)" % rng)
+        return commits
     return [rev_parse(rng)]
 
 
@@ -140,11 +145,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
         # that runs: a cached pass needs no judging)
         changed = funcdiff.changed_functions(base, commit) if on_base else funcdiff.ALL
         if not preflight_done:
-            # Before the first (long) build: the host programs the boot and
-            # the guest test need, each named with its Debian package.
-            qemu_binary()
-            which("mke2fs", "e2fsprogs")
-            which("e2fsck", "e2fsprogs")
+            host_tools()
             preflight_done = True
         # the base's evidence is named by the test's inputs (ci/guest and
         # its TESTS entry) before the run: a run during which they changed
@@ -164,6 +165,14 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             if r["cells"].get(cell) == "FAIL":
                 out("%s %s: %s" % (r["commit"][:12], cell, detail))
     return rows
+
+
+def host_tools():
+    """Before the first (long) build: the host programs the boot and the
+    guest test need, each named with its Debian package."""
+    qemu_binary()
+    which("mke2fs", "e2fsprogs")
+    which("e2fsck", "e2fsprogs")
 
 
 def evidence_dir(image_sha256, flavour, test, test_key):
