@@ -150,6 +150,8 @@ def test_backport_series_uses_its_own_prefix(kit):
     bp = kit.repo / "backports" / "9.9"
     bp.mkdir(parents=True)
     (bp / "base").write_text((kit.repo / "patches" / "base").read_text())
+    # the primary series lives elsewhere: two series cannot share series/9.9
+    kit.write_base("0" * 64, version="9.8.1-1", package="linux-source-9.8")
     kit.make_patches(PATCHES[:1], dest=bp)
     res = kit.fork("branches", "--series", "backports/9.9")
     assert res.rc == 0, res
@@ -181,3 +183,30 @@ def test_series_entry_outside_the_series_directory_is_refused(kit):
         assert "%r is not a file name in patches/" % entry in line
         assert kit.refs() == refs
 
+
+def backport_on_the_primary_version(kit):
+    """backports/9.9/: one patch on 9.9, where the primary series also is."""
+    bp = kit.repo / "backports" / "9.9"
+    bp.mkdir(parents=True)
+    (bp / "base").write_text((kit.repo / "patches" / "base").read_text())
+    kit.make_patches(PATCHES[:1], dest=bp)
+    kit.commit_repo("a backport on 9.9")
+
+
+def test_two_series_on_one_version_are_refused(kit):
+    kit.laid_out()
+    backport_on_the_primary_version(kit)
+    refs = kit.refs()
+    for argv, other in ((["--series", "backports/9.9"], "patches/"),
+                        ([], "backports/9.9/")):
+        res = kit.fork("branches", *argv)
+        assert res.rc == 1, res
+        assert "\n" not in res.err.strip()
+        assert "%s is on linux-source-9.9 too" % other in res.err
+        assert "distro/9.9 and series/9.9" in res.err
+        assert kit.refs() == refs
+    files = {p.name: p.read_bytes() for p in (kit.repo / "backports" / "9.9").iterdir()}
+    res = kit.fork("save", "--series", "backports/9.9")
+    assert res.rc == 1 and "patches/ is on linux-source-9.9 too" in res.err, res
+    assert {p.name: p.read_bytes() for p in (kit.repo / "backports" / "9.9").iterdir()} == files
+    assert kit.refs() == refs

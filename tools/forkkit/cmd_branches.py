@@ -153,10 +153,22 @@ def move_branch(branch, new, log_msg):
     return True
 
 
+def require_own_branches(series):
+    """Refuse `series` when another stored series is on its major.minor:
+    the two would share distro/<ver> and series/<ver>."""
+    for other in series_mod.all_series():
+        if other.path != series.path and other.kver == series.kver:
+            raise ForkError("%s/ cannot have branches of its own: %s/ is on %s too, and two "
+                            "series cannot share distro/%s and series/%s (laying out one moves "
+                            "the other's); keep one series per major.minor. Nothing was changed."
+                            % (series.rel, other.rel, series.package, series.kver, series.kver))
+
+
 def lay_out(series, out=print, quiet=False):
     """Create/update the branches of `series`; return the head commit."""
     prog = Progress("branches")
     require_ktree()
+    require_own_branches(series)
     base = rev_parse(series.distro_branch)
     topics = series.topics()
     if not topics:

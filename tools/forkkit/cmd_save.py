@@ -16,7 +16,7 @@ import tempfile
 
 from . import series as series_mod
 from .series import patch_subject
-from .cmd_branches import lay_out
+from .cmd_branches import lay_out, require_own_branches
 from .common import (ForkError, Progress, ensure_dir, git, repo_root, require_ktree,
                      rev_parse, run, wpath)
 
@@ -103,6 +103,7 @@ def keep_topic_names(series, old_info, names, prog):
 def save(series, rev=None):
     prog = Progress("save")
     require_ktree()
+    require_own_branches(series)
     dirty = repo_dirty(series.path)
     if dirty:
         raise ForkError("%s/ has uncommitted changes in this repository:\n%s\n"
