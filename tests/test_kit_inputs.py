@@ -129,3 +129,36 @@ def test_readme_verbs_are_the_cli_verbs():
     assert documented == verbs
     assert all(cli.load(m) is not None for v, m in cli.VERBS)   # no verb without a module
 
+
+# -- patch files, output paths, base files, MAINTAINERS (issue 34, item 10) --
+
+def tracked_files(kit):
+    """{path: bytes} of every file of the project repo (tracked or not)."""
+    out = kit.git("ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                  cwd=kit.repo)
+    return {p: (kit.repo / p).read_bytes() for p in out.split("\0")
+            if p and (kit.repo / p).is_file()}
+
+
+def test_empty_or_crlf_patch_is_named(kit):
+    kit.laid_out()
+    first = sorted((kit.repo / "patches").glob("*.patch"))[0]
+    text = first.read_bytes()
+    refs = kit.refs()
+    first.write_bytes(b"")
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "patches/%s is empty" % first.name in err
+    assert "git -C %s checkout HEAD -- patches/%s" % (kit.repo, first.name) in err
+    first.write_bytes(text.replace(b"\n", b"\r\n"))
+    before = tracked_files(kit)
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert "patches/%s has CRLF line endings: convert it with `dos2unix" % first.name in err
+    assert kit.refs() == refs and tracked_files(kit) == before
+
+
+def test_a_failing_command_with_bytes_input_is_a_fork_error():
+    # (an empty patch file is such an input: `git mailinfo` fails on it)
+    with pytest.raises(ForkError, match=r"(?s)exit 3\): sh -c .*\nerr$"):
+        common.run(["sh", "-c", "echo err >&2; exit 3"], input=b"")
+    with pytest.raises(ForkError, match=r"(?s)exit 3\): sh -c .*\nout\nerr$"):
+        common.run(["sh", "-c", "cat >/dev/null; echo out; echo err >&2; exit 3"], input=b"x")

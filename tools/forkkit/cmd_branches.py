@@ -16,8 +16,8 @@ import shutil
 import tempfile
 
 from . import series as series_mod
-from .common import (ForkError, Progress, ensure_dir, git, ktree, repo_root, require_clean,
-                     require_ktree, rev_parse, run, wpath)
+from .common import (ForkError, Progress, ensure_dir, git, ktree, read_patch, repo_root,
+                     require_clean, require_ktree, rev_parse, run, wpath)
 
 HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
 
@@ -36,8 +36,7 @@ def mailinfo(patch):
     try:
         msg = os.path.join(tmp, "msg")
         body = os.path.join(tmp, "patch")
-        with open(patch, "rb") as fh:
-            data = fh.read()
+        data = read_patch(patch)
         # -b: drop the "[PATCH n/m]" that format-patch (and save) put in the
         # subject, keep any other bracketed text; -k would keep "[PATCH]" in
         # the commit message, and each save would add another one.

@@ -130,10 +130,17 @@ def _run(cmd, cwd, env, log, check, input, timeout, capture):
     proc = subprocess.run(cmd, cwd=cwd, env=full_env, input=input, timeout=timeout,
                           text=not isinstance(input, bytes), **kw)
     if check and proc.returncode != 0:
-        out = ((proc.stdout or "") + (proc.stderr or "")).strip() if capture else ""
+        out = (as_text(proc.stdout) + as_text(proc.stderr)).strip() if capture else ""
         raise ForkError("command failed (exit %d): %s\n%s" % (
             proc.returncode, " ".join(cmd), out[-3000:]))
     return proc
+
+
+def as_text(output):
+    """A command's captured output as text (bytes when its input was bytes)."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
 
 
 def tail(path, lines=20):
@@ -267,3 +274,20 @@ def check_output_path(path, what="output file"):
         raise ForkError("%s %s: directory %s is not writable: name another path"
                         % (what, path, d))
     return path
+
+
+def read_patch(path):
+    """The bytes of a patch file of a series; a one-line error for a file
+    that cannot be a format-patch mail (empty, CRLF line endings)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    rel = os.path.relpath(path, repo_root())
+    restore = "git -C %s checkout HEAD -- %s" % (shlex.quote(repo_root()), shlex.quote(rel))
+    if not data.strip():
+        raise ForkError("%s is empty: restore it (`%s`) or take it out of the series file"
+                        % (rel, restore))
+    if data.split(b"\n", 1)[0].endswith(b"\r"):
+        raise ForkError("%s has CRLF line endings: convert it with `dos2unix %s` (or "
+                        "`sed -i 's/\\r$//' %s`) and run the command again"
+                        % (rel, rel, rel))
+    return data
