@@ -15,13 +15,17 @@ lists the patches pairwise with their range-diff status (``=`` same
 change, ``!`` changed, ``<``/``>`` only on one side) and then the full
 range-diff.  ``--output`` writes it as markdown (e.g. next to the
 backport, ``backports/6.1/RANGE-DIFF.md``); otherwise it goes to stdout.
+It writes over an earlier report, but not over another file that the
+project repository tracks or that is in a series directory (a patch, the
+series file) unless ``--force``.
 """
 
+import os
 import re
 
 from . import series as series_mod
 from .cmd_branches import apply_patches
-from .common import ForkError, check_output_path, git, require_ktree, rev_parse
+from .common import ForkError, check_output_path, git, repo_root, require_ktree, rev_parse, run
 
 HELP = "range-diff the primary series against a backport (the two side by side)"
 
@@ -32,6 +36,38 @@ def add_arguments(p):
     p.add_argument("--against", action="append", default=None,
                    help="the other side (default: every backports/<ver>); repeatable")
     p.add_argument("--output", help="write the report as markdown to this file")
+    p.add_argument("--force", action="store_true",
+                   help="let --output write over a file the project repository tracks or a "
+                        "file in a series directory (an earlier report needs no --force)")
+
+
+REPORT_HEADING = re.compile(r"# \S+/ vs \S+/\n")
+
+
+def is_report(path):
+    """Whether the file at `path` holds a report of compare (its heading)."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return bool(REPORT_HEADING.fullmatch(fh.readline()))
+
+
+def keeps(path):
+    """Why the project keeps the existing file at `path`, or None."""
+    full = os.path.realpath(path)
+    if os.path.dirname(full) in {os.path.realpath(s.path) for s in series_mod.all_series()}:
+        return "is in the series directory %s/" % os.path.relpath(os.path.dirname(full),
+                                                                  os.path.realpath(repo_root()))
+    proc = run(["git", "ls-files", "--error-unmatch", "--", full], cwd=repo_root(), check=False)
+    if proc.returncode == 0:
+        return "is tracked in the project repository"
+    return None
+
+
+def check_not_kept(path):
+    """Refuse an --output that would write over a file the project keeps."""
+    why = os.path.isfile(path) and not is_report(path) and keeps(path)
+    if why:
+        raise ForkError("--output %s %s and holds no report of compare: name another file, or "
+                        "add --force to write over it; nothing was written" % (path, why))
 
 
 def stored_head(s):
@@ -59,6 +95,8 @@ def report(a, b):
 def main(args):
     if args.output:
         check_output_path(args.output, "--output")
+        if not args.force:
+            check_not_kept(args.output)
     require_ktree()
     a = series_mod.Series(args.series)
     if args.against:
