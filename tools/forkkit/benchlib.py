@@ -1,12 +1,16 @@
 """Pure logic of `fork bench`: benchmark points, the guest script, parsing of
-the guest's output, statistics, the load rule, targets, lock statistics, and
-the markdown / gnuplot renderings.  Nothing here boots or builds anything, so
-all of it is unit-tested without QEMU (tests/test_bench.py).
+the guest's output, statistics, the load rule, targets, lock statistics, the
+markdown / gnuplot renderings, and the figures of a record that the documents
+summarising it state (record_facts(), state()).  Nothing here boots or builds
+anything, so all of it is unit-tested without QEMU (tests/test_bench.py,
+tests/test_docs_numbers.py).
 """
 
 import math
 import re
 import statistics
+import string
+import types
 
 # ---------------------------------------------------------------------------
 # Workloads, sizes and points
@@ -693,8 +697,16 @@ def _interval(r):
         return "-"
     if r.get("lo") is None:
         return "%.3g (1 repetition)" % r["ratio"]
+    if r.get("detectable") is None:     # a record of the earlier min..max rule
+        return "%.3g [%.3g..%.3g]" % (r["ratio"], r["lo"], r["hi"])
     return "%.3g [%.3g..%.3g] ±%.1f%%" % (r["ratio"], r["lo"], r["hi"],
                                           100 * r["detectable"])
+
+
+def inside(r, margin=MARGIN):
+    """The interval of a paired_ratio()-like dict lies within 1 +- margin
+    (the A/A control target's rule)."""
+    return r.get("lo") is not None and r["lo"] >= 1 - margin and r["hi"] <= 1 + margin
 
 
 def _half_width(r):
@@ -814,8 +826,7 @@ def targets(rows, samples, lockstat=None):
         add(name, None, "no control in this run (--control)")
     else:
         widest = max(ctl, key=lambda r: _half_width(r["control"]))
-        within = [r for r in ctl if r["control"].get("lo") is not None and
-                  r["control"]["lo"] >= 1 - MARGIN and r["control"]["hi"] <= 1 + MARGIN]
+        within = [r for r in ctl if inside(r["control"])]
         judged = [r for r in ctl if r["control"].get("lo") is not None]
         add(name, (len(within) == len(ctl)) if len(judged) == len(ctl) else None,
             "%d of %d points within; widest: %s %s" % (
@@ -1083,3 +1094,178 @@ plot "statfs.dat" using 1:2:3:4 title "A ext2, 1 thread" lw 2, \\
 
 def finite(x):
     return x is not None and not (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
+
+
+# ---------------------------------------------------------------------------
+# The figures of a record, for the sentences that summarise it (BENCHMARKS.md)
+
+def record_stats(doc):
+    """A record's rows, recomputed from its samples by aggregate(); a record
+    judged under the earlier min..max rule (rows without "detectable") keeps
+    the rows it stores, which are what its report printed."""
+    if any("detectable" not in r for r in doc.get("stats", [])):
+        return doc["stats"]
+    points = [types.SimpleNamespace(**p) for p in doc["points"]]
+    return aggregate(doc["samples"], points)
+
+
+def record_samples(doc, workload, fs, kernel, **params):
+    """The measured (base flavour, not warm-up) samples of one kernel at one
+    point of a record, in the order they ran."""
+    return [s for s in doc["samples"]
+            if s["workload"] == workload and s["fs"] == fs and s["kernel"] == kernel
+            and s["flavour"] == "base" and not s.get("warmup")
+            and all(s["params"].get(k) == v for k, v in params.items())]
+
+
+def interval_facts(intervals, margin=MARGIN):
+    """What a set of paired_ratio()-like intervals says, over the judged ones:
+    points; within: the interval inside 1 +- margin (the control target's
+    rule); the least and greatest ratio, lo and hi; and, when the record has
+    half-widths (in percent): narrow (a half-width of at most margin), the
+    least and greatest half-width, and how many print as ±0.0%."""
+    ivs = [r for r in intervals if r and r.get("lo") is not None]
+    if not ivs:
+        return {}
+    out = {"points": len(ivs),
+           "within": sum(1 for r in ivs if inside(r, margin)),
+           "min": min(r["ratio"] for r in ivs), "max": max(r["ratio"] for r in ivs),
+           "lo": min(r["lo"] for r in ivs), "hi": max(r["hi"] for r in ivs)}
+    hw = [100 * r["detectable"] for r in ivs if r.get("detectable") is not None]
+    if len(hw) == len(ivs):
+        out.update({"narrow": sum(1 for h in hw if h <= 100 * margin),
+                    "± min": min(hw), "± max": max(hw),
+                    "±0.0%": sum(1 for h in hw if "%.1f" % h == "0.0")})
+    return out
+
+
+def _point_facts(name, r):
+    out = {}
+    for k in ("A", "B", "C"):
+        if r.get(k):
+            out["%s %s" % (name, k)] = r[k]["median"]
+    for label, iv in (("B/A", _pr(r)), ("C/A", r.get("control"))):
+        if iv and iv.get("ratio") is not None:
+            out["%s %s" % (name, label)] = iv["ratio"]
+            if iv.get("lo") is not None:
+                out["%s %s lo" % (name, label)] = iv["lo"]
+                out["%s %s hi" % (name, label)] = iv["hi"]
+            if iv.get("detectable") is not None:
+                out["%s %s ±" % (name, label)] = 100 * iv["detectable"]
+    if r.get("ratio"):
+        out["%s A/B" % name] = 1 / r["ratio"]
+    return out
+
+
+def _kernel_facts(doc, name, r):
+    """Per kernel at a point: the least and greatest sample, the least and
+    greatest repetition (rep_log()) and their spread in percent, and the
+    least and greatest of every numeric RESULT field of its samples (and of
+    elapsed_ns in seconds, "elapsed s")."""
+    out = {}
+    for k in ("A", "B", "C"):
+        samples = record_samples(doc, r["workload"], r["fs"], k, **r["params"])
+        if not samples:
+            continue
+        pre = "%s %s " % (name, k)
+        out.update({pre + "min": r[k]["min"], pre + "max": r[k]["max"]} if r.get(k) else {})
+        reps = {}
+        for s in samples:
+            reps.setdefault(s["rep"], []).append(s["value"])
+        vals = [math.exp(rep_log(v)) for v in reps.values()]
+        out.update({pre + "rep min": min(vals), pre + "rep max": max(vals),
+                    pre + "rep spread": 100 * (max(vals) / min(vals) - 1)})
+        fields = {}
+        for s in samples:
+            for f, v in s.get("result", {}).items():
+                try:
+                    x = float(v)
+                except (TypeError, ValueError):
+                    continue
+                fields.setdefault(f, []).append(x)
+        if "elapsed_ns" in fields:
+            fields["elapsed s"] = [x / 1e9 for x in fields["elapsed_ns"]]
+        for f, vs in fields.items():
+            out.update({pre + f + " min": min(vs), pre + f + " max": max(vs)})
+    return out
+
+
+def _lock_facts(doc):
+    out = {}
+    ls = doc.get("lockstat") or {}
+    for wl, name, per in lock_table(doc):
+        for k, (acq, cont) in per.items():
+            out["lock %s %s %s acq/op" % (wl, name, k)] = acq
+            out["lock %s %s %s cont/op" % (wl, name, k)] = cont
+    for k, workloads in ls.items():
+        for wl, classes in workloads.items():
+            for c in classes:
+                if EXT2_LOCK_RE.search(c["name"]):
+                    key = "lock %s %s %s " % (wl, c["name"], k)
+                    out[key + "acquisitions"] = c["acquisitions"]
+                    out[key + "contentions"] = c["contentions"]
+                    out[key + "wait us"] = c["waittime_total_us"]
+    return out
+
+
+def record_facts(doc, margin=MARGIN):
+    """{name: number}: the figures of one bench record that a summary states,
+    from its samples (record_stats()).  Names:
+
+    - "samples", "loaded", "boot s min", "boot s max";
+    - per point ("<workload> <fs> <params>", e.g. "statfs ext2 groups=128
+      threads=1"): the medians "<point> A" (B, C), "<point> B/A" with
+      " lo", " hi" and " ±" (the half-width in percent), the same for "C/A",
+      "<point> A/B" (how many times cheaper or faster B is), and per
+      kernel "<point> A min" / " max" (samples), " rep min" / " rep max" /
+      " rep spread" (repetitions) and "<point> A <RESULT field> min" / " max";
+    - per workload and filesystem ("*" for every workload): "B/A <workload>
+      <fs> <fact>" and "C/A ..." for each fact of interval_facts();
+    - lock statistics: "lock <workload> <class> <kernel> acq/op" and
+      " cont/op" (lock_table()), " acquisitions", " contentions", " wait us"
+      (the ext2 classes of the lockstat dumps).
+    """
+    rows = record_stats(doc)
+    secs = [b["seconds"] for b in doc.get("boots", []) if b.get("seconds") is not None]
+    facts = {"samples": len(doc["samples"]),
+             "loaded": sum(1 for s in doc["samples"] if s["loaded"])}
+    if secs:
+        facts.update({"boot s min": min(secs), "boot s max": max(secs)})
+    groups = {}
+    for r in rows:
+        name = "%s %s %s" % (r["workload"], r["fs"], _params(r))
+        facts.update(_point_facts(name, r))
+        facts.update(_kernel_facts(doc, name, r))
+        for wl in (r["workload"], "*"):
+            groups.setdefault((wl, r["fs"]), []).append(r)
+    for (wl, fs), rs in groups.items():
+        for label, ivs in (("B/A", [_pr(r) for r in rs]), ("C/A", [r.get("control") for r in rs])):
+            for k, v in interval_facts(ivs, margin).items():
+                facts["%s %s %s %s" % (label, wl, fs, k)] = v
+    facts.update(_lock_facts(doc))
+    return facts
+
+
+NUMBER_WORDS = ["none", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                "nine", "ten", "eleven", "twelve"]
+
+
+class _Facts(string.Formatter):
+    """str.format over facts named with spaces and signs; the conversion
+    !w writes a count as a word (0 as "none")."""
+
+    def get_field(self, field_name, args, kwargs):
+        return kwargs[field_name], field_name
+
+    def convert_field(self, value, conversion):
+        if conversion == "w":
+            return NUMBER_WORDS[value] if 0 <= value < len(NUMBER_WORDS) else str(value)
+        return super().convert_field(value, conversion)
+
+
+def state(facts, template):
+    """A sentence of `template` with the record's figures filled in:
+    "{C/A statfs ext2 within} of {C/A statfs ext2 points}" and any format
+    spec ("{statfs ext2 groups=128 threads=1 A:,.1f}"); KeyError names a
+    figure the record does not have."""
+    return _Facts().vformat(template, (), facts)
