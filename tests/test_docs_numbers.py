@@ -11,7 +11,9 @@ a failure.
 
 import functools
 import json
+import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import benchlib  # noqa: E402
+from forkkit import benchlib, cmd_check  # noqa: E402
 
 # The runs BENCHMARKS.md summarises, by the names it gives them.
 RUNS = {
@@ -313,6 +315,45 @@ def test_old_rule_tables_are_the_records_report(run, start, end):
     report = set(benchlib.markdown(record(run)).splitlines())
     assert rows
     assert [r for r in rows if r not in report] == []
+
+
+# ---------------------------------------------------------------------------
+# CHECKS.md
+
+CHECK_ROW = re.compile(r"^\| [0-9a-f]{12} \|")
+
+
+@functools.lru_cache(maxsize=None)
+def check_rows():
+    """{row as `check --markdown` writes it: the JSON files that give it}."""
+    out = {}
+    for path in sorted((REPO / "checks").rglob("*.json")):
+        rows = json.loads(path.read_text())
+        md = cmd_check.markdown(rows, types.SimpleNamespace(rel="-"), "-", "-")
+        for line in md.splitlines():
+            if CHECK_ROW.match(line):
+                out.setdefault(line, []).append(path.relative_to(REPO).as_posix())
+    return out
+
+
+def test_every_checks_row_has_its_json_in_the_tree():
+    lines = (REPO / "CHECKS.md").read_text().splitlines()
+    rows = [(n, line) for n, line in enumerate(lines, 1) if CHECK_ROW.match(line)]
+    assert rows
+    missing = ["CHECKS.md:%d %s" % (n, line[:60]) for n, line in rows if line not in check_rows()]
+    assert missing == []
+
+
+def test_checks_links_and_counts_match_their_json():
+    text = (REPO / "CHECKS.md").read_text()
+    links = re.findall(r"\]\((checks/[^)]+)\)", text)
+    assert links and [p for p in links if not (REPO / p).exists()] == []
+    cells = re.findall(r"\[(\d+)/(\d+) pass\]\((checks/[^)]+\.json)\)(?: \(kit ([0-9a-f]+)\))?", text)
+    assert cells
+    for passed, total, path, kit in cells:
+        rows = json.loads((REPO / path).read_text())
+        assert (int(passed), int(total)) == (sum(1 for r in rows if r["passed"]), len(rows)), path
+        assert not kit or all(r["kit"].startswith(kit) for r in rows), path
 
 
 # ---------------------------------------------------------------------------
