@@ -162,3 +162,51 @@ def test_a_failing_command_with_bytes_input_is_a_fork_error():
         common.run(["sh", "-c", "echo err >&2; exit 3"], input=b"")
     with pytest.raises(ForkError, match=r"(?s)exit 3\): sh -c .*\nout\nerr$"):
         common.run(["sh", "-c", "cat >/dev/null; echo out; echo err >&2; exit 3"], input=b"x")
+
+
+@pytest.mark.parametrize("path, why", [
+    ("/proc/version", "Input/output error"),
+    ("/dev/full", "No space left on device"),
+])
+def test_an_output_that_refuses_writes_is_refused_before_any_work(kit, path, why):
+    kit.laid_out()
+    for opt in ("--json", "--markdown"):
+        err = one_line_error(kit.fork("check", opt, path), "check")
+        assert err == "fork check: error: %s %s cannot be written (%s): name another file; " \
+                      "nothing was run" % (opt, path, why)
+    assert not (kit.work / "logs").exists() or not any(
+        n.startswith(("check-", "build-")) for n in os.listdir(kit.work / "logs"))
+
+
+def test_output_path_probe_changes_nothing(tmp_path):
+    new = tmp_path / "new.json"
+    assert common.check_output_path(str(new)) == str(new)
+    assert not new.exists()
+    old = tmp_path / "old.json"
+    old.write_text("kept\n")
+    common.check_output_path(str(old))
+    assert old.read_text() == "kept\n"
+    with pytest.raises(ForkError, match="is a directory: name a file"):
+        common.check_output_path(str(tmp_path))
+    with pytest.raises(ForkError, match="is a file: name a directory"):
+        common.check_output_dir(str(old), "--out")
+    common.check_output_dir(str(tmp_path / "a" / "b"), "--out")
+    assert not (tmp_path / "a").exists()
+    with pytest.raises(ForkError, match=r"--out /proc/x cannot be written \("):
+        common.check_output_dir("/proc/x", "--out")
+
+
+@pytest.mark.parametrize("verb, opt, extra", [("bench", "--out", ()),
+                                              ("export", "--outdir", ("--allow-unchecked",))])
+def test_an_output_directory_that_cannot_be_made_is_refused_first(kit, tmp_path, verb, opt,
+                                                                   extra):
+    kit.laid_out()
+    refs, before = kit.refs(), tracked_files(kit)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for path, why in (("/proc/x", "cannot be written (No such file or directory in /proc)"),
+                      (str(a_file), "is a file: name a directory")):
+        err = one_line_error(kit.fork(verb, opt, path, *extra), verb)
+        assert err.startswith("fork %s: error: %s %s %s" % (verb, opt, path, why)), err
+    assert kit.refs() == refs and tracked_files(kit) == before
+    assert a_file.read_text() == "x"

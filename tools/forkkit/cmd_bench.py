@@ -63,7 +63,8 @@ import time
 from . import benchlib, guesttests
 from .kbuild import build
 from .qemu import ICOUNT_ARGS, failure_message, run_guest
-from .common import ForkError, Progress, ensure_dir, repo_root, rev_parse, run, which, wpath
+from .common import (ForkError, Progress, check_output_dir, ensure_dir, repo_root, rev_parse,
+                     run, which, wpath)
 
 HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
 
@@ -483,6 +484,8 @@ def schedule(reps, lockstat, control=False):
 
 def run_bench(opts, prog=None, out=print):
     prog = prog or Progress("bench")
+    if opts.out:
+        check_output_dir(opts.out, "--out")
     if opts.reps < 0 or (opts.reps == 0 and not opts.lockstat):
         raise ForkError("--reps must be at least 1 (0 only together with --lockstat)")
     runs, warmup = getattr(opts, "runs", 1), getattr(opts, "warmup", 0)

@@ -62,7 +62,7 @@ from .cmd_branches import apply_patches, mailinfo, patch_id_of_commit, patch_id_
 from .cmd_maintainers import BaseTree, address, yielded
 from .kbuild import run_checkpatch_pl
 from . import cmd_maintainers
-from .common import (ForkError, Progress, dep14, fork_command, ensure_dir, git, git_ok, ktree, repo_root,
+from .common import (ForkError, Progress, check_output_dir, dep14, fork_command, ensure_dir, git, git_ok, ktree, repo_root,
                      require_clean, require_ktree, rev_parse, run, wpath)
 
 HELP = "format the series for the mailing list: cover letter, recipients, checks"
@@ -728,6 +728,8 @@ def outdir_entries(outdir):
 
 def export(args, out=print):
     prog = Progress("export")
+    if args.outdir:
+        check_output_dir(args.outdir, "--outdir")
     require_ktree()
     series = series_mod.Series(args.series)
     if not series.patches:

@@ -263,7 +263,9 @@ class Lock:
 
 
 def check_output_path(path, what="output file"):
-    """Refuse, before any work, an output path that cannot be written."""
+    """Refuse, before any work, an output path that cannot be written: a
+    directory, a missing directory, or a file that refuses a write
+    (/proc/version, /dev/full).  Leaves the path as it was."""
     d = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
         raise ForkError("%s %s is a directory: name a file" % (what, path))
@@ -273,6 +275,41 @@ def check_output_path(path, what="output file"):
     if not os.access(d, os.W_OK):
         raise ForkError("%s %s: directory %s is not writable: name another path"
                         % (what, path, d))
+    try:
+        _probe_write(path)
+    except OSError as exc:
+        raise ForkError("%s %s cannot be written (%s): name another file; nothing was run"
+                        % (what, path, exc.strerror or exc))
+    return path
+
+
+def _probe_write(path):
+    """Open `path` for writing and write nothing: an existing file keeps its
+    bytes (append, no truncation), a new one is removed again."""
+    flags = os.O_WRONLY | os.O_NONBLOCK
+    created = not os.path.exists(path)
+    fd = os.open(path, flags | (os.O_CREAT | os.O_EXCL if created else os.O_APPEND), 0o644)
+    try:
+        os.write(fd, b"")
+    finally:
+        os.close(fd)
+        if created:
+            os.unlink(path)
+
+
+def check_output_dir(path, what="output directory"):
+    """As check_output_path for a directory the verb creates if missing:
+    its nearest existing parent must take a new file."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ForkError("%s %s is a file: name a directory" % (what, path))
+    probe = os.path.abspath(path)
+    while not os.path.isdir(probe):
+        probe = os.path.dirname(probe)
+    try:
+        _probe_write(os.path.join(probe, ".fork-probe-%d" % os.getpid()))
+    except OSError as exc:
+        raise ForkError("%s %s cannot be written (%s in %s): name another directory; "
+                        "nothing was run" % (what, path, exc.strerror or exc, probe))
     return path
 
 
