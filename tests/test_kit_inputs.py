@@ -210,3 +210,15 @@ def test_an_output_directory_that_cannot_be_made_is_refused_first(kit, tmp_path,
         assert err.startswith("fork %s: error: %s %s %s" % (verb, opt, path, why)), err
     assert kit.refs() == refs and tracked_files(kit) == before
     assert a_file.read_text() == "x"
+
+
+def test_maintainers_without_a_maintainers_file_in_the_base(kit):
+    kit.laid_out()          # the synthetic linux-source ships no MAINTAINERS
+    before = tracked_files(kit)
+    for args in (["maintainers"], ["maintainers", "--check"]):
+        err = one_line_error(kit.fork(*args), "maintainers")
+        assert "the base tree distro/9.9 (Debian linux-source-9.9 9.9.1-1) has no " \
+               "MAINTAINERS" in err, err
+        assert "work/" not in err and "tmp" not in err
+        assert "tools/fork import" in err
+    assert tracked_files(kit) == before

@@ -284,7 +284,14 @@ def base_description(commit):
 
 def generate(series, base_tree, prog=None):
     """The MAINTAINERS text for `series`, from an open BaseTree of its base."""
-    with open(os.path.join(base_tree.path, "MAINTAINERS"), errors="replace") as fh:
+    path = os.path.join(base_tree.path, "MAINTAINERS")
+    if not os.path.isfile(path):
+        raise ForkError("the base tree %s (%s) has no MAINTAINERS file, which every kernel "
+                        "source ships at its top: import an unmodified Debian linux-source "
+                        "with `tools/fork import %s`; nothing was written"
+                        % (series.distro_branch, base_description(base_tree.commit),
+                           series.kver))
+    with open(path, errors="replace") as fh:
         sections = parse_sections(fh.read())
     topics = []
     for patch in series.patches:
