@@ -222,3 +222,14 @@ def test_maintainers_without_a_maintainers_file_in_the_base(kit):
         assert "work/" not in err and "tmp" not in err
         assert "tools/fork import" in err
     assert tracked_files(kit) == before
+
+
+def test_a_base_key_given_twice_is_refused(kit):
+    kit.imported()
+    base = kit.repo / "patches" / "base"
+    base.write_text(base.read_text() + "# moved on\nversion: 9.9.2-1\n")
+    refs = kit.refs()
+    err = one_line_error(kit.fork("branches"), "branches")
+    assert err.endswith("patches/base:6: `version:` is given twice (also on line 2): keep "
+                        "one"), err
+    assert kit.refs() == refs

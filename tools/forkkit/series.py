@@ -38,7 +38,7 @@ def read_text_lines(path):
 
 def read_kv(path):
     """`key: value` lines (`#` starts a comment) -> dict."""
-    data = {}
+    data, first = {}, {}
     for n, line in enumerate(read_text_lines(path), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -46,6 +46,10 @@ def read_kv(path):
         if ":" not in line:
             raise ForkError("%s:%d: expected `key: value`, got %r" % (path, n, line))
         key, value = line.split(":", 1)
+        if key.strip() in first:
+            raise ForkError("%s:%d: `%s:` is given twice (also on line %d): keep one"
+                            % (path, n, key.strip(), first[key.strip()]))
+        first[key.strip()] = n
         data[key.strip()] = value.strip()
     return data
 
