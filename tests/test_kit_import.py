@@ -280,3 +280,23 @@ def test_sources_parsing(tmp_path, monkeypatch):
         "deb http://m.example/debian-security bookworm-security main",
         "deb http://m.example/debian-security trixie-security main",
     ]
+
+
+def test_two_imports_at_once(kit):
+    # a slow tar widens the window between "no such branch yet" and the tag
+    tar = kit.bin / "tar"
+    tar.write_text("#!/bin/sh\nsleep 1\nexec /bin/tar \"$@\"\n")
+    tar.chmod(0o755)
+    import subprocess
+    from conftest import FORK, PYTHON
+    procs = [subprocess.Popen([PYTHON, str(FORK), "import", KVER], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=120) + (p.returncode,) for p in procs]
+    assert [rc for _, _, rc in results] == [0, 0], results
+    assert len({out.strip() for out, _, _ in results}) == 1
+    commit = results[0][0].strip()
+    assert kit.rev("refs/heads/distro/9.9") == commit
+    assert kit.rev("refs/tags/debian/%s^{commit}" % DEBVER) == commit
+    assert any("already holds this snapshot" in err for _, err, _ in results), results
+    assert any("waiting for %s" % (kit.work / "locks" / "import.lock") in err
+               for _, err, _ in results), results

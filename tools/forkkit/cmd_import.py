@@ -18,6 +18,9 @@ Where the tarball comes from:
   against the SHA256 of the signed index and the tarball is taken out of it
   without installing anything; suite, version and both SHA256 are printed
   and kept in ``work/debs/<package>_<version>/provenance.json``.
+
+Two imports at once take turns (the "import" lock in ``work/locks``): the
+second waits, then finds the snapshot in place.
 """
 
 import os
@@ -27,8 +30,8 @@ import tempfile
 
 from . import debian
 from . import series as series_mod
-from .common import (ForkError, Progress, dep14, ensure_dir, git, git_ok, ktree, new_log,
-                     require_clean, run, sha256_file, wpath)
+from .common import (ForkError, Lock, Progress, dep14, ensure_dir, git, git_ok, ktree,
+                     new_log, require_clean, run, sha256_file, wpath)
 
 HELP = "import a Debian linux-source-<ver> tarball as a reproducible commit"
 
@@ -150,6 +153,13 @@ def do_import(version=None, tarball=None, debian_version=None, update=False, out
             "the series to this snapshot with `tools/fork rebase --onto %s`."
             % (tarball, sha, base.rel, base.base["sha256"], base.base["version"], pkg_version,
                package, base.base["version"], kver))
+    # two imports at once: the second waits, then finds the snapshot in place
+    with Lock("import"):
+        return record(kver, package, pkg_version, tarball, sha, update, prog, log, out)
+
+
+def record(kver, package, pkg_version, tarball, sha, update, prog, log, out):
+    """Commit the tarball to distro/<kver> and tag it (under the import lock)."""
     init_tree(ktree())
     branch = "distro/%s" % kver
     tag = "debian/%s" % dep14(pkg_version)
