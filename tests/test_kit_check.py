@@ -204,13 +204,16 @@ def test_missing_qemu_is_reported_before_any_build(fake, capsys, monkeypatch):
         cmd_check.run_check(series=cmd_check.Series(), out=lambda *_: None)
     assert "apt-get install qemu-system-x86" in str(exc.value)
     assert fake.calls["build"] == []
-    # once every commit is cached, check needs no qemu at all
+    # the QEMU version is part of every verdict: with every commit cached,
+    # no QEMU matches none of them, and the check says what is missing
     monkeypatch.setattr(cmd_boot.shutil, "which", real_which)
     rc, _ = run(fake, capsys)
     assert rc == 0 and len(fake.calls["build"]) == len(fake.commits)
     monkeypatch.setattr(cmd_boot.shutil, "which", no_qemu)
-    rc, out = run(fake, capsys)
-    assert rc == 0 and all(r.endswith("(cached)") for r in rows_of(out))
+    rc = cli.main(["check"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "apt-get install qemu-system-x86" in err
+    assert len(fake.calls["build"]) == len(fake.commits)
 
 
 def test_boot_gets_the_stored_image_and_the_cache_names_it(fake, capsys, monkeypatch):
@@ -305,3 +308,32 @@ def test_empty_or_reversed_range_is_a_failure(fake, capsys, tmp_path):
         assert len(err.strip().splitlines()) == 1, err
         assert not json_out.exists() and not md_out.exists()
     assert fake.calls["build"] == []
+
+
+def test_cache_is_keyed_by_the_tools_first_on_path(fake, capsys, tmp_path, monkeypatch):
+    # Another e2fsck or QEMU first on PATH (as the kit runs them) is another
+    # verdict: the rows run again and the JSON names the tools that ran.
+    import json
+    import shutil
+    head = fake.commits[-1]
+    assert run(fake, capsys, head)[0] == 0
+    real_e2fsck = shutil.which("e2fsck")
+    for prog, line in (("e2fsck", "e2fsck 1.99.0 (1-Jan-2030)"),
+                       ("qemu-system-x86_64", "QEMU emulator version 99.1.0")):
+        bindir = tmp_path / ("bin-" + prog)
+        bindir.mkdir()
+        tool = bindir / prog
+        tool.write_text('#!/bin/sh\ncase "$1" in -V|--version) echo "%s"; exit 0;; esac\n'
+                        'exec %s "$@"\n' % (line, real_e2fsck))
+        tool.chmod(0o755)
+        monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+        n = len(fake.calls["build"])
+        out_json = tmp_path / ("%s.json" % prog)
+        rc, out = run(fake, capsys, head, "--json", str(out_json))
+        assert rc == 0 and "(cached)" not in out, out
+        assert len(fake.calls["build"]) == n + 1
+        tools = json.loads(out_json.read_text())[0]["tools"]
+        assert any(v.startswith(line) for v in tools.values()), tools
+        # and with the same tools again, the new verdict is the cached one
+        rc, out = run(fake, capsys, head)
+        assert rc == 0 and rows_of(out)[0].endswith("(cached)")

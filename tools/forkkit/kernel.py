@@ -12,9 +12,9 @@ e2fsck and free counts):
   lock) with a disk image of this process's own, scans the console, and
   verifies the disk on the host (e2fsck, free counts).
 * ``check_commit`` adds checkpatch and caches a passing row, keyed by the
-  tree id, the config flavour, the guest test and its inputs, and this kit's
-  own code; the row names the booted image's sha256, the config key and the
-  QEMU and e2fsprogs versions that produced it.
+  tree id, the config flavour, the guest test and its inputs, this kit's
+  own code and the QEMU and e2fsprogs versions first on PATH; the row names
+  the booted image's sha256, the config key and those versions.
 """
 
 import functools
@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import time
 
 from . import guesttests, kbuild, reports
@@ -60,19 +61,47 @@ def kit_key():
     return _KIT_KEY
 
 
+# The host programs behind a verdict: (what, program, version option).
+HOST_TOOLS = (("qemu", "qemu-system-x86_64", "--version"), ("e2fsprogs", "e2fsck", "-V"),
+              ("e2fsprogs", "mke2fs", "-V"), ("e2fsprogs", "dumpe2fs", "-V"))
+
+
 @functools.lru_cache(maxsize=None)
+def _version_line(path, option, stamp):
+    """The first line `path option` prints; `stamp` (the file's identity
+    and mtime) makes another binary at the same path ask again."""
+    proc = run([path, option], check=False)
+    text = ((proc.stdout or "") + (proc.stderr or "")).strip()
+    return text.splitlines()[0] if text else "?"
+
+
+def tool_version(prog, option):
+    """The version line of `prog` as the kit runs it: the one first on PATH."""
+    path = shutil.which(prog)
+    try:
+        st = os.stat(path or "")
+        return _version_line(path, option, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+    except OSError:
+        return "not installed"
+
+
 def tool_versions():
-    """The QEMU and e2fsprogs that produce (and so are part of) a verdict."""
-    out = {}
-    for name, cmd in (("qemu", ["qemu-system-x86_64", "--version"]),
-                      ("e2fsprogs", ["e2fsck", "-V"])):
-        try:
-            proc = run(cmd, check=False)
-            text = (proc.stdout or "") + (proc.stderr or "")
-            out[name] = text.strip().splitlines()[0] if text.strip() else "?"
-        except OSError:
-            out[name] = "not installed"
-    return out
+    """The QEMU and e2fsprogs that produce (and so are part of) a verdict:
+    each program's version line, from the one first on PATH.  e2fsprogs is
+    e2fsck's line, with mke2fs's and dumpe2fs's added where their version
+    differs from it."""
+    lines = {}
+    for name, prog, option in HOST_TOOLS:
+        lines.setdefault(name, []).append(tool_version(prog, option))
+    version = lambda line: line.split(" ", 1)[-1]      # noqa: E731 - without the name
+    return {name: "; ".join([ls[0]] + [l for l in ls[1:] if version(l) != version(ls[0])])
+            for name, ls in lines.items()}
+
+
+def tools_key():
+    """A hash of tool_versions(): part of every cache key."""
+    text = json.dumps(tool_versions(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def fragments_key(flavour):
@@ -91,11 +120,11 @@ def fragments_key(flavour):
 
 def cache_key(flavour, test):
     """What a verdict was produced by, besides the tree: the config flavour
-    and its fragments, the guest test and its inputs (ci/guest), and the
-    kit's code.  The QEMU and e2fsprogs versions are named in the entry
-    (`tools`)."""
-    return "%s-%s-%s-%s-%s" % (flavour, test, fragments_key(flavour),
-                               guesttests.test_key(test), kit_key())
+    and its fragments, the guest test and its inputs (ci/guest), the kit's
+    code, and the QEMU and e2fsprogs versions first on PATH (tools_key();
+    named in the entry as `tools`)."""
+    return "%s-%s-%s-%s-%s-%s" % (flavour, test, fragments_key(flavour),
+                                  guesttests.test_key(test), kit_key(), tools_key())
 
 
 def cache_path(tree, flavour, test):
