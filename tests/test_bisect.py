@@ -137,7 +137,13 @@ def test_step_that_cannot_test_stops_the_bisect(tree):
     kit, make = tree
     ids = make(["good"] * 3 + ["crash"] * 7)
     before = user_state(kit)
+    # the end point check already cannot test BAD
     res = run_bisect(kit, ids[0], ids[9])
+    assert res.rc == 1, res
+    assert "fork bisect: error: BAD %s could not be tested (step exit 200, log: " \
+        % ids[9][:12] in res.err and res.err.rstrip().endswith("no bisect was started"), res
+    assert not (kit.work / "bisect").exists()
+    res = run_bisect(kit, ids[0], ids[9], "--no-verify")
     assert res.rc == 1, res
     assert "git bisect run did not finish" in res.err
     assert_reset(kit, res)
@@ -147,11 +153,40 @@ def test_step_that_cannot_test_stops_the_bisect(tree):
 def test_verify_ends(tree):
     kit, make = tree
     ids = make(["good", "bad", "bad", "bad"])
-    res = run_bisect(kit, ids[1], ids[3], "--verify")
-    assert res.rc == 1 and "GOOD %s is bad, not good" % ids[1][:12] in res.err, res
-    assert "no bisect was started" in res.err
-    res = run_bisect(kit, ids[0], ids[3], "--verify")
-    assert res.rc == 0 and "\nfirst bad commit: %s\n" % ids[1] in res.out, res
+    for flag in ([], ["--verify"]):     # the check is the default; --verify still says so
+        res = run_bisect(kit, ids[1], ids[3], *flag)
+        assert res.rc == 1 and "GOOD %s fails the smoke test (step exit 1): give a GOOD " \
+            "that passes it; no bisect was started" % ids[1][:12] in res.err, res
+        res = run_bisect(kit, ids[0], ids[3], *flag)
+        assert res.rc == 0 and "\nfirst bad commit: %s\n" % ids[1] in res.out, res
+        steps = rows(res.out)
+        assert steps[ids[3][:12]] == "bad" and steps[ids[0][:12]] == "good"
+        assert "(end point check)" in res.out
+
+
+def test_bad_that_passes_is_refused(tree):
+    # A BAD that passes the test is no regression to find: before, every
+    # step was good and git bisect named BAD, never tested, "first bad".
+    kit, make = tree
+    ids = make(["good"] * 5)
+    before = user_state(kit)
+    res = run_bisect(kit, ids[0], ids[4])
+    assert res.rc == 1, res
+    assert "first bad commit" not in res.out
+    msg = [l for l in res.err.splitlines() if l.startswith("fork bisect: error: ")]
+    assert msg == ["fork bisect: error: BAD %s passes the smoke test (step exit 0): give a BAD "
+                   "that fails it; no bisect was started" % ids[4][:12]], res
+    assert "fake step: %s is good" % ids[4] in res.err
+    assert user_state(kit) == before
+    assert not (kit.work / "bisect").exists()
+    # without the end point check, git bisect names BAD untested: refused too
+    res = run_bisect(kit, ids[0], ids[4], "--no-verify")
+    assert res.rc == 1 and "first bad commit:" not in res.out, res
+    assert "fork bisect: error: git bisect named BAD %s, which no step tested, as the first " \
+        "bad commit: every commit it tested passed; check that BAD fails (bisect without " \
+        "--no-verify)" % ids[4][:12] in res.err, res
+    assert_reset(kit, res)
+    assert user_state(kit) == before
 
 
 def test_refuses_bad_arguments(tree):

@@ -1,6 +1,6 @@
 """bisect: find the first commit that fails the guest ext2 test.
 
-    tools/fork bisect GOOD BAD [--test smoke|stress|seed] [--config base] [--verify]
+    tools/fork bisect GOOD BAD [--test smoke|stress|seed] [--config base] [--no-verify]
 
 ``git bisect start --no-checkout BAD GOOD`` and ``git bisect run`` in a
 private worktree, ``work/bisect`` (the user's checkout and its bisect state
@@ -20,10 +20,13 @@ Guest tests: those of ``check`` (smoke, stress) and ``seed``: a short
 seedload run (three tasks, two sharing a directory), fsreport, then the
 e2fsck and counter cross-check.
 
-``--verify`` first tests BAD (must fail) and GOOD (must pass), as ktest's
-BISECT_CHECK does.  The result is the first bad commit with ``git show
---stat``, or the candidates when skipped commits hide it, and a table of the
-steps.  The bisect always ends with ``git bisect reset`` in its worktree.
+First BAD is tested (it must fail) and GOOD (it must pass), as ktest's
+BISECT_CHECK does; end points that do not behave as claimed stop it before
+any bisect (``--no-verify`` leaves this out: then a result that names BAD,
+which git bisect never tests, is refused).  The result is the first bad
+commit with ``git show --stat``, or the candidates when skipped commits hide
+it, and a table of the steps.  The bisect always ends with ``git bisect
+reset`` in its worktree.
 
 For tests, ``FORK_BISECT_FAKE_STEP=PROG`` replaces build/boot/test: each
 step runs ``PROG COMMIT`` (cwd: the bisect worktree, FORK_BISECT_COMMIT set)
@@ -58,8 +61,10 @@ def add_arguments(p):
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
                    help="config flavour (default: base)")
     p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
-    p.add_argument("--verify", action="store_true",
-                   help="first check that BAD fails and GOOD passes")
+    p.add_argument("--verify", dest="verify", action="store_true", default=True,
+                   help="first check that BAD fails and GOOD passes (the default)")
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="do not test BAD and GOOD first (a result naming BAD is then refused)")
     p.add_argument("--step", action="store_true",
                    help="(internal, run by git bisect run) test one commit: "
                         "BISECT_HEAD of the current worktree, or GOOD if given")
@@ -230,20 +235,28 @@ def steps_table(steps):
     for s in steps:
         subject = git(["log", "-1", "--format=%s", s["commit"]], check=False) \
             if s["commit"] != "?" else ""
-        why = s["reason"] + (" (--verify)" if s.get("phase") == "verify" else "")
+        why = s["reason"] + (" (end point check)" if s.get("phase") == "verify" else "")
         lines.append("%-12s  %-7s  %-44s  %s" % (s["commit"][:12], s["verdict"], subject[:44],
                                                  why))
     return "\n".join(lines)
 
 
 def verify_ends(args, good, bad, steps, log, prog):
+    """Test BAD (it must fail) and GOOD (it must pass) before the bisect."""
     env = dict(step_env(steps), FORK_BISECT_PHASE="verify")
+    does = {"good": "passes the %s test" % args.test, "bad": "fails the %s test" % args.test,
+            "skip": "does not build"}
     for what, commit, want in (("BAD", bad, "bad"), ("GOOD", good, "good")):
-        prog.say("--verify: testing %s %s" % (what, commit[:12]))
+        prog.say("end point check: testing %s %s" % (what, commit[:12]))
         rc, _ = tee(step_cmd(args) + [commit], ktree(), env, log)
-        if verdict_of(rc) != want:
-            raise ForkError("%s %s is %s, not %s (step exit %d): choose other end points; "
-                            "no bisect was started" % (what, commit[:12], verdict_of(rc), want, rc))
+        got = verdict_of(rc)
+        if got == "error":
+            raise ForkError("%s %s could not be tested (step exit %d, log: %s): no bisect was "
+                            "started" % (what, commit[:12], rc, log))
+        if got != want:
+            raise ForkError("%s %s %s (step exit %d): give a %s that %s; no bisect was started"
+                            % (what, commit[:12], does[got], rc, what,
+                               "fails it" if want == "bad" else "passes it"))
 
 
 def parse_result(text):
@@ -300,6 +313,11 @@ def run_bisect(args):
           % (good[:12], bad[:12], args.test, args.config, n, len(read_steps(steps))))
     print(steps_table(read_steps(steps)))
     print("full log: %s" % log)
+    if first == bad and not any(s["commit"] == bad and s["verdict"] == "bad"
+                                for s in read_steps(steps)):
+        raise ForkError("git bisect named BAD %s, which no step tested, as the first bad "
+                        "commit: every commit it tested passed; check that BAD fails (bisect "
+                        "without --no-verify)" % bad[:12])
     if first:
         print("\nfirst bad commit: %s\n" % first)
         print(git(["show", "--stat", "--no-color", first]))
