@@ -653,11 +653,32 @@ def send_email(bt, files, sender, to, cc, tmp):
     return emls
 
 
-def b4_roundtrip(bt, emls, commits, tmp):
-    """b4 am on the mails as send-email sends them; git am of its output."""
+def git_config_env(pairs):
+    """Environment that gives every git command the config `pairs` (key,
+    value) on top of its files, after any GIT_CONFIG_COUNT entries the
+    caller's environment already holds."""
+    n = int(os.environ.get("GIT_CONFIG_COUNT") or 0)
+    env = {"GIT_CONFIG_COUNT": str(n + len(pairs))}
+    for k, (key, value) in enumerate(pairs, n):
+        env["GIT_CONFIG_KEY_%d" % k] = key
+        env["GIT_CONFIG_VALUE_%d" % k] = value
+    return env
+
+
+def b4_roundtrip(bt, emls, commits, tmp, reader):
+    """b4 am on the mails as send-email sends them; git am of its output.
+
+    b4 reads the captured mails byte for byte.  (git format-patch folds a
+    long Subject, which Debian's b4 0.12 cannot read from a mailbox, but git
+    send-email unfolds every header it sends.)  b4 0.12 takes its own
+    identity, the Signed-off-by it looks for among the trailers, from git
+    config's user.name/user.email only: without user.email `b4 am` stops
+    with exit 1 and no reason (a KeyError it catches), although export's
+    sender may come from GIT_COMMITTER_NAME/EMAIL alone.  So b4 runs as
+    `reader` (name, email), given as git config through the environment."""
     b4 = shutil.which("b4")
     if not b4:
-        raise ForkError("b4 is missing: install it with `apt-get install b4`")
+        raise ForkError("b4 is missing: install it with `apt-get install b4` (tools/setup does)")
     maildir = os.path.join(tmp, "sent-maildir")
     md = mailbox.Maildir(maildir, create=True)
     for eml in emls:
@@ -666,6 +687,7 @@ def b4_roundtrip(bt, emls, commits, tmp):
     outdir = ensure_dir(os.path.join(tmp, "b4"))
     env = {"XDG_CACHE_HOME": ensure_dir(os.path.join(tmp, "b4-cache")),
            "XDG_DATA_HOME": ensure_dir(os.path.join(tmp, "b4-data"))}
+    env.update(git_config_env([("user.name", reader[0]), ("user.email", reader[1])]))
     cmd = [b4, "--offline-mode", "-n", "am", "-m", maildir, "-o", outdir, "--no-cover"]
     msgid = header(emls[0], "Message-Id")
     if msgid:
@@ -864,7 +886,7 @@ def export(args, out=print):
             prog.say("git send-email, into a capturing sendmail")
             emls = send_email(bt, [cover] + patches, sender, to, cc, tmp)
             prog.say("b4 am round trip on the captured mails")
-            b4_roundtrip(bt, emls, commits, tmp)
+            b4_roundtrip(bt, emls, commits, tmp, (name, mail))
             maint = cmd_maintainers.generate(series, bt) \
                 if series.is_primary and not args.dry_run else None
         # every check passed: write the mails, record the version
