@@ -145,3 +145,23 @@ def test_verdicts_after_the_mix(tmp_path):
         assert x["cells"] == y["cells"], (x["commit"], x["cells"], y["cells"])
         assert x.get("image_sha256") and x["image_sha256"] == y["image_sha256"], x["commit"]
         assert not y.get("cached")
+
+
+def test_export_dry_run_of_the_primary_series(tmp_path, monkeypatch):
+    """The mails of the primary series, as export makes them on a fresh
+    machine whose sender is given by GIT_COMMITTER_* alone: checkpatch, the
+    git am round trip, git send-email into a capturing sendmail and the b4
+    am round trip all pass.  Uses the kernel tree, branches and check cache
+    of test_import_branches_check_twice (every series imported, so the
+    range-diff finds the previous version's base)."""
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Fork Kit Tests")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "fork-kit@example.org")
+    out = tmp_path / "mails"
+    p = fork("export", "--dry-run", "--outdir", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "git am round trip on a fresh checkout" in p.stderr
+    assert "b4 am round trip on the captured mails" in p.stderr
+    with open(os.path.join(TOP, "patches", "series")) as fh:
+        n = len([l for l in fh if l.split("#")[0].strip()])
+    assert "dry run: %d mails in %s" % (n + 1, out) in p.stderr
+    assert len(os.listdir(out)) == n + 1
