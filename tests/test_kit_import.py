@@ -243,14 +243,69 @@ def test_import_a_named_debian_version(kit):
     assert res.rc == 1 and "unknown version" in res.err
 
 
+# apt-get as conftest's FAKE_APT, but `update` reads the private
+# sources.list and fails the suites $FAKE_APT_FAIL names ("sid:expired",
+# "*:unreachable") as apt 2.6 does; an expired Release file only fails when
+# apt is told to check it (this machine's apt.conf.d says not to, a clean
+# Debian does), and `madison` then finds nothing of such a suite.
+APT_SUITES = r"""#!/usr/bin/python3
+import os, subprocess, sys
+args = sys.argv[1:]
+real = os.path.join(os.path.dirname(os.path.abspath(__file__)), "apt-fake-real")
+fail = dict(x.split(":") for x in os.environ.get("FAKE_APT_FAIL", "").split(",") if x)
+checks = {"Acquire::Check-Valid-Until=true", "Acquire::Check-Date=true"} <= set(args)
+src = [a.split("=", 1)[1] for a in args if a.startswith("Dir::Etc::sourcelist=")][0]
+failed = set()
+for n, line in enumerate(open(src).read().splitlines(), 1):
+    uri, suite = line.split()[-3:-1]
+    how = fail.get(suite) or fail.get("*")
+    if how == "expired" and checks:
+        failed.add(suite)
+        if "update" in args:
+            print("Get:%d %s %s InRelease [193 kB]" % (n, uri, suite))
+            print("E: Release file for %s/dists/%s/InRelease is expired (invalid since 29d "
+                  "19h 50min 18s). Updates for this repository will not be applied."
+                  % (uri, suite), file=sys.stderr)
+    elif how == "unreachable":
+        failed.add(suite)
+        if "update" in args:
+            print("Err:%d %s %s InRelease\n  Could not resolve 'deb.example.org'"
+                  % (n, uri, suite))
+            print("W: Failed to fetch %s/dists/%s/InRelease  Could not resolve "
+                  "'deb.example.org'" % (uri, suite), file=sys.stderr)
+    elif "update" in args:
+        print("Hit:%d %s %s InRelease" % (n, uri, suite))
+if "update" in args:
+    with open(os.environ["FAKE_APT_LOG"], "a") as fh:
+        fh.write("apt-get " + " ".join(args) + "\n")
+    sys.exit(100 if failed else 0)
+proc = subprocess.run([real] + args, stdout=subprocess.PIPE, text=True)
+print("".join(l + "\n" for l in proc.stdout.splitlines()
+              if not any(" %s/" % s in l for s in failed)), end="")
+sys.exit(proc.returncode)
+"""
+
+
+def fail_suites(kit, how):
+    """apt-get/apt-cache fail the suites `how` names (see APT_SUITES)."""
+    for prog in ("apt-get", "apt-cache"):
+        os.replace(kit.bin / prog, kit.bin / "apt-fake-real")
+        (kit.bin / prog).write_text(APT_SUITES.replace("apt-fake-real", "apt-fake-real-" + prog))
+        os.replace(kit.bin / "apt-fake-real", kit.bin / ("apt-fake-real-" + prog))
+        (kit.bin / prog).chmod(0o755)
+    kit.env["FAKE_APT_FAIL"] = how
+    kit.mp.setenv("FAKE_APT_FAIL", how)
+
+
 def test_archive_unreachable_or_tampered(kit):
     kit.fake_dpkg(DEBVER, installed=False)
     archive = kit.serve_archive([(DEBVER, "trixie", kit.tarball)])
-    kit.env["FAKE_APT_UNREACHABLE"] = "1"
-    res = kit.fork("import", KVER, env={"FAKE_APT_UNREACHABLE": "1"})
+    fail_suites(kit, "*:unreachable")
+    res = kit.fork("import", KVER)
     assert res.rc == 1
     assert "apt-get update of the private apt state failed" in res.err
     assert "Could not resolve" in res.err or "Err:1" in res.err
+    kit.mp.delenv("FAKE_APT_FAIL")
     # the index lists another hash than the .deb has
     archive[PACKAGE][0]["sha256"] = "0" * 64
     kit.fake_apt(archive)
@@ -300,3 +355,59 @@ def test_two_imports_at_once(kit):
     assert any("already holds this snapshot" in err for _, err, _ in results), results
     assert any("waiting for %s" % (kit.work / "locks" / "import.lock") in err
                for _, err, _ in results), results
+
+
+def test_a_suite_that_cannot_be_read_is_skipped(kit):
+    # a fresh Debian 12 checks Release expiry (this machine's apt.conf.d does
+    # not): the mirror's sid had expired, and 7.3 comes from trixie-backports
+    kit.fake_dpkg(DEBVER, installed=False)
+    kit.serve_archive([(DEBVER, "trixie-backports", kit.tarball)])
+    fail_suites(kit, "sid:expired")
+    res = kit.fork("import", KVER)
+    assert res.rc == 0, res
+    skipped = [l.split("] ", 1)[1] for l in res.err.splitlines() if "skipped" in l]
+    assert skipped == ["import: apt-get update: skipped sid (E: Release file for "
+                       "http://deb.example.org/debian/dists/sid/InRelease is expired (invalid "
+                       "since 29d 19h 50min 18s)): its packages are not considered"], res.err
+    assert "linux-source-9.9 %s from trixie-backports" % DEBVER in res.err
+    update = [l for l in (kit.tmp / "apt.log").read_text().splitlines() if " update" in l]
+    assert len(update) == 1 and "Acquire::Check-Valid-Until=true" in update[0]
+    # the lists are fresh: no second update, and the skipped suite is still named
+    res = kit.fork("import", KVER)
+    assert res.rc == 0 and "skipped sid" in res.err, res
+    assert len([l for l in (kit.tmp / "apt.log").read_text().splitlines()
+                if " update" in l]) == 1
+
+
+def test_a_version_only_in_a_skipped_suite(kit):
+    kit.fake_dpkg(DEBVER, installed=False)
+    kit.serve_archive([(DEBVER, "sid", kit.tarball)])
+    fail_suites(kit, "sid:expired")
+    refs = kit.refs() if kit.ktree.exists() else {}
+    res = kit.fork("import", KVER)
+    assert res.rc == 1, res
+    err = res.err.strip().splitlines()[-1]
+    assert err.startswith("fork import: error: no linux-source-9.9 in the Debian suites the "
+                          "kit could read (bookworm, "), err
+    assert err.endswith("; skipped: sid (E: Release file for http://deb.example.org/debian/"
+                        "dists/sid/InRelease is expired (invalid since 29d 19h 50min 18s))"), err
+    assert (kit.refs() if kit.ktree.exists() else {}) == refs
+
+
+def test_skipped_suites_from_apt_output():
+    from forkkit import debian
+    suites = ["bookworm", "trixie-backports", "sid"]
+    out = ("Hit:1 http://m.example/debian bookworm InRelease\n"
+           "Err:2 http://m.example/debian sid InRelease\n"
+           "  Could not connect to m.example:80 (10.0.0.1), connection timed out\n"
+           "Reading package lists...\n"
+           "W: Failed to fetch http://m.example/debian/dists/sid/InRelease  Could not "
+           "connect to m.example:80 (10.0.0.1), connection timed out\n"
+           "W: Some index files failed to download. They have been ignored, or old ones "
+           "used instead.\n")
+    assert debian.skipped_suites(out, suites) == {
+        "sid": "Err:2 http://m.example/debian sid InRelease Could not connect to "
+               "m.example:80 (10.0.0.1), connection timed out"}
+    # a failure that names no suite is not a suite to skip
+    assert debian.skipped_suites(out + "E: Could not open lock file /x - open (13)\n",
+                                 suites) is None

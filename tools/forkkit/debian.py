@@ -11,6 +11,12 @@ suites, ``apt-cache show`` for the .deb's SHA256 as the signed index lists
 it, ``apt-get download`` for the .deb (apt checks it against the index; the
 hash is checked here again and recorded), then ``dpkg-deb --fsys-tarfile``
 to take the tarball out without installing anything.
+
+The private state checks Release files as a clean Debian does (expiry and
+date), whatever the machine's own apt.conf.d says.  A suite that cannot be
+read (an expired Release file, a mirror without it) is skipped with one line
+naming it and apt's reason; its packages are not considered, the other
+suites' are.  Only when no suite can be read does the update fail.
 """
 
 import json
@@ -18,7 +24,7 @@ import os
 import re
 import time
 
-from .common import ForkError, ensure_dir, run, sha256_file, wpath
+from .common import ForkError, Lock, ensure_dir, run, sha256_file, wpath
 
 # Suites the kit adds to the machine's own, per kind of mirror.
 EXTRA_SUITES = {
@@ -111,19 +117,57 @@ def apt_options():
             "-o", "Dir::State::Lists=%s" % os.path.join(d, "lists"),
             "-o", "Dir::Cache::archives=%s" % os.path.join(d, "archives"),
             "-o", "Dir::Cache::pkgcache=", "-o", "Dir::Cache::srcpkgcache=",
-            "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root"]
+            "-o", "Debug::NoLocking=1", "-o", "APT::Sandbox::User=root",
+            "-o", "Acquire::Check-Valid-Until=true", "-o", "Acquire::Check-Date=true"]
+
+
+def skipped_suites(out, suites):
+    """{suite: apt's reason} of the suites `apt-get update` could not read,
+    from its output; None when a failure line names none of `suites`."""
+    skipped = {}
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith(("Err:", "E:", "W: Failed")):
+            continue
+        if "Some index files failed to download" in line:
+            continue                            # apt's summary of the lines above
+        m = (re.search(r"/dists/([^/\s]+)/", line)
+             or re.match(r"^Err:\d+ \S+ (\S+) ", line))
+        if not m or m.group(1) not in suites:
+            return None
+        reason = re.sub(r"\. Updates for this repository will not be applied\.$", "",
+                        line.strip())
+        if line.startswith("Err:") and i + 1 < len(lines) and lines[i + 1][:1].isspace():
+            reason += " " + lines[i + 1].strip()
+        skipped.setdefault(m.group(1), reason)
+    return skipped
+
+
+def say_skipped(prog, skipped):
+    for suite, reason in sorted(skipped.items()):
+        prog.say("apt-get update: skipped %s (%s): its packages are not considered"
+                 % (suite, reason))
 
 
 def update(prog, refresh=False):
     """Write the private sources.list and run `apt-get update` on it when it
-    changed, when the lists are older than a day, or with refresh=True."""
+    changed, when the lists are older than a day, or with refresh=True.
+    Returns ([suites read], {suite skipped: apt's reason})."""
+    with Lock("apt"):
+        return _update(prog, refresh)
+
+
+def _update(prog, refresh):
     text, suites = sources_list()
     path = os.path.join(apt_dir(), "sources.list")
     stamp = os.path.join(apt_dir(), "updated")
     old = open(path).read() if os.path.exists(path) else None
     fresh = os.path.exists(stamp) and time.time() - os.path.getmtime(stamp) < LISTS_MAX_AGE
     if old == text and fresh and not refresh:
-        return suites
+        with open(stamp) as fh:
+            skipped = dict(re.findall(r"^skipped (\S+): (.*)$", fh.read(), re.M))
+        say_skipped(prog, skipped)
+        return [s for s in suites if s not in skipped], skipped
     with open(path, "w") as fh:
         fh.write(text)
     if os.path.exists(stamp):
@@ -132,14 +176,25 @@ def update(prog, refresh=False):
     proc = run(["apt-get"] + apt_options() + ["-q", "update"], check=False, timeout=900)
     out = (proc.stdout or "") + (proc.stderr or "")
     failed = [l.strip() for l in out.splitlines() if l.startswith(("Err:", "E:", "W: Failed"))]
-    if proc.returncode != 0 or failed:
+    trouble = proc.returncode != 0 or failed
+    skipped = skipped_suites(out, suites) if trouble else {}
+    if trouble and (not skipped or set(skipped) >= set(suites)):
         raise ForkError("apt-get update of the private apt state failed (%s):\n%s\n"
                         "Check the network and the mirror in the machine's apt sources; "
                         "the system's apt configuration was not touched"
                         % (path, "\n".join(failed[:6]) or out.strip()[-800:]))
+    say_skipped(prog, skipped)
     with open(stamp, "w") as fh:
         fh.write(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
-    return suites
+        fh.write("".join("skipped %s: %s\n" % sr for sr in sorted(skipped.items())))
+    return [s for s in suites if s not in skipped], skipped
+
+
+def not_read(skipped):
+    """"; skipped: sid (reason)" for an error message, or ""."""
+    if not skipped:
+        return ""
+    return "; skipped: " + ", ".join("%s (%s)" % sr for sr in sorted(skipped.items()))
 
 
 def versions(package):
@@ -175,8 +230,11 @@ def fetch(package, version=None, prog=None, refresh=False):
     suites and extract its tarball.  Returns a provenance dict: package,
     version, suite, deb, deb_sha256 (checked against the index), tarball,
     tarball_sha256."""
-    suites = update(prog, refresh)
+    suites, skipped = update(prog, refresh)
     have = versions(package)
+    if not have and skipped:
+        raise ForkError("no %s in the Debian suites the kit could read (%s)%s"
+                        % (package, ", ".join(suites), not_read(skipped)))
     if not have:
         raise ForkError("no %s in the Debian suites the kit knows (%s): `apt-cache madison` "
                         "finds none; see which versions exist with `apt-cache search "
@@ -186,9 +244,9 @@ def fetch(package, version=None, prog=None, refresh=False):
     else:
         match = [s for v, s in have if v == version]
         if not match:
-            raise ForkError("%s %s is in none of the suites the kit knows (%s); there are: %s"
+            raise ForkError("%s %s is in none of the suites the kit knows (%s); there are: %s%s"
                             % (package, version, ", ".join(suites),
-                               ", ".join("%s (%s)" % vs for vs in have)))
+                               ", ".join("%s (%s)" % vs for vs in have), not_read(skipped)))
         suite = match[0]
     entry = index_entry(package, version)
     ddir = ensure_dir(wpath("debs"))
