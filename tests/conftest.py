@@ -460,6 +460,25 @@ def kit(tmp_path, kernel_tarball, monkeypatch, templates):
     return Kit(tmp_path, kernel_tarball, monkeypatch, templates)
 
 
+def pytest_sessionstart(session):
+    """Stop at once, in one line, when a package of tools/packages is not
+    installed (tools/setup was not run), instead of failing test by test."""
+    with open(TOOLS / "packages") as fh:
+        wanted = [w for line in fh for w in line.split("#", 1)[0].split()]
+    try:
+        proc = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev}\\n"]
+                              + wanted, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise pytest.UsageError("no dpkg-query: the tests run on Debian 12, after tools/setup")
+    have = {line.split()[0] for line in proc.stdout.splitlines()
+            if line.split()[1:2] == ["ii"]}
+    missing = [p for p in wanted if p not in have]
+    if missing:
+        raise pytest.UsageError("Debian packages the tests need are not installed: %s: run "
+                                "tools/setup first (it installs the packages of "
+                                "tools/packages)" % " ".join(missing))
+
+
 def pytest_collection_modifyitems(config, items):
     """Run the real pipeline (test_integration.py: import, branches, check)
     before the other integration tests, which use its kernel tree and

@@ -233,3 +233,76 @@ def test_a_base_key_given_twice_is_refused(kit):
     assert err.endswith("patches/base:6: `version:` is given twice (also on line 2): keep "
                         "one"), err
     assert kit.refs() == refs
+
+
+# -- the test command without tools/setup ------------------------------------
+
+# dpkg-query -W -f FORMAT PACKAGE...: the packages named in $FAKE_MISSING are
+# not installed, every other one is.
+FAKE_DPKG_QUERY = r"""#!/usr/bin/python3
+import os, sys
+args = sys.argv[1:]
+fmt = next(a[3:] for a in args if a.startswith("-f="))
+missing = os.environ.get("FAKE_MISSING", "").split()
+rc = 0
+for pkg in (a for a in args if not a.startswith("-")):
+    if pkg in missing:
+        print("dpkg-query: no packages found matching %s" % pkg, file=sys.stderr)
+        rc = 1
+        continue
+    sys.stdout.write(fmt.replace("${Package}", pkg).replace("${db:Status-Abbrev}", "ii ")
+                     .replace("\\n", "\n"))
+sys.exit(rc)
+"""
+
+
+def fake_machine(tmp_path, missing):
+    """A PATH whose dpkg-query says `missing` are not installed, and whose
+    apt-get logs its arguments to tmp_path/apt.log."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "dpkg-query").write_text(FAKE_DPKG_QUERY)
+    (bin_ / "apt-get").write_text('#!/bin/sh\necho "apt-get $*" >> %s\n' % (tmp_path / "apt.log"))
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    return dict(os.environ, PATH="%s:%s" % (bin_, os.environ["PATH"]),
+                FAKE_MISSING=" ".join(missing))
+
+
+def packages():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "tools", "packages")) as fh:
+        return [w for line in fh for w in line.split("#", 1)[0].split()]
+
+
+def test_the_tests_stop_at_once_without_tools_setup(tmp_path):
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = fake_machine(tmp_path, ["flex", "qemu-system-x86", "cpio"])
+    proc = subprocess.run(["/usr/bin/python3", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "tests/test_kit_inputs.py::test_readme_verbs_are_the_cli_verbs"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stdout.strip() == "", proc.stdout
+    assert proc.stderr.strip() == (
+        "ERROR: Debian packages the tests need are not installed: flex cpio "
+        "qemu-system-x86: run tools/setup first (it installs the packages of tools/packages)"), proc.stderr
+
+
+def test_setup_installs_what_tools_packages_names(tmp_path):
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    assert {"flex", "cpio", "qemu-system-x86", "python3-pytest"} <= set(packages())
+    proc = subprocess.run(["sh", os.path.join(root, "tools", "setup")], capture_output=True,
+                          text=True, env=fake_machine(tmp_path, []), timeout=60)
+    assert proc.returncode == 0 and proc.stdout == \
+        "setup: all %d packages are installed\n" % len(packages()), proc
+    (tmp_path / "bin").rename(tmp_path / "old-bin")
+    env = fake_machine(tmp_path, ["cpio", "flex"])
+    if os.getuid() != 0:
+        pytest.skip("tools/setup runs apt-get itself as root only")
+    proc = subprocess.run(["sh", os.path.join(root, "tools", "setup")], capture_output=True,
+                          text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc
+    assert (tmp_path / "apt.log").read_text().splitlines()[-1] == \
+        "apt-get install -y -q flex cpio"
