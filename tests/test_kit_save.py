@@ -153,3 +153,68 @@ def test_save_does_not_guess_a_topic_name_between_equal_matches(kit):
     assert (patches / "series").read_text() == \
         "0001-ext2-change-1.patch\n0002-ext2-change-2.patch\n"
     assert res.err.count("is new to the series") == 2
+
+
+def error_line(res):
+    """The one-line error of a refused save."""
+    assert res.rc == 1, res
+    assert "Traceback" not in res.err
+    line = res.err.strip().splitlines()[-1]
+    assert line.startswith("fork save: error: "), res
+    return line
+
+
+FIRST = "0001-ext2-make-balloc-faster.patch"
+
+
+def commit_patch_edit(kit):
+    """A committed edit to the first stored patch (as a `git pull` of a
+    colleague's change would bring); the branches are still the old ones."""
+    patch = kit.repo / "patches" / FIRST
+    patch.write_text(patch.read_text().replace("Replace the slow path.",
+                                               "Replace the slow path, as reviewed."))
+    kit.commit_repo("a colleague's edit")
+    return patch
+
+
+def test_save_refuses_to_revert_committed_patch_edits(kit):
+    kit.laid_out()
+    patch = commit_patch_edit(kit)
+    files, refs = snapshot(kit.repo / "patches"), kit.refs()
+    err = error_line(kit.fork("save"))
+    assert "patches/%s changed since `tools/fork branches` laid out series/9.9" % FIRST in err
+    assert "--overwrite" in err and "Nothing was written" in err
+    assert snapshot(kit.repo / "patches") == files and kit.refs() == refs
+    # `branches` takes the new file; then save keeps it
+    assert kit.fork("branches").rc == 0
+    res = kit.fork("save")
+    assert res.rc == 0, res
+    assert "as reviewed" in patch.read_text()
+    assert "as reviewed" in kit.git("log", "-1", "--format=%B", "topic/ext2-make-balloc-faster")
+
+
+def test_save_overwrite_replaces_committed_patch_edits(kit):
+    kit.laid_out()
+    patch = commit_patch_edit(kit)
+    res = kit.fork("save", "--overwrite")
+    assert res.rc == 0, res
+    assert "as reviewed" not in patch.read_text()
+    assert "--overwrite" in kit.fork("save", "--help").out
+
+
+def test_save_without_a_record_compares_with_the_laid_out_branch(kit):
+    """A kernel tree laid out before `branches` kept its record of the
+    stored files: save rebuilds the stored head and compares it with what
+    `branches` laid out."""
+    from forkkit.cmd_branches import STORED
+    kit.laid_out()
+    kit.git("update-ref", "-d", STORED + "series/9.9")
+    res = kit.fork("save")
+    assert res.rc == 0, res
+    kit.commit_repo("saved")
+    kit.git("update-ref", "-d", STORED + "series/9.9")
+    commit_patch_edit(kit)
+    files = snapshot(kit.repo / "patches")
+    err = error_line(kit.fork("save"))
+    assert "patches/ is not what `tools/fork branches` laid out on series/9.9" in err
+    assert snapshot(kit.repo / "patches") == files

@@ -9,6 +9,11 @@ the same commit ids anywhere.
 A branch is only moved when everything on it is either what this command laid
 out last time or a commit that is in the stored series (same patch-id).
 Anything else is refused with the commits named, and nothing changes.
+
+The stored files a series branch was laid out from (the series file and
+its patches) are recorded as a git tree under ``refs/fork/stored/series/<ver>``:
+``save`` compares them with the files in the repository, so that it never
+writes a stale branch over a patch that changed since (a commit, a pull).
 """
 
 import os
@@ -23,6 +28,7 @@ HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
 
 LAID = "refs/fork/laid/"
 PREV = "refs/fork/prev/"
+STORED = "refs/fork/stored/"
 
 
 def add_arguments(p):
@@ -152,6 +158,36 @@ def move_branch(branch, new, log_msg):
     return True
 
 
+def stored_blobs(series, write=False):
+    """{file name: blob id} of the series file and the patches it lists, as
+    they are in the series directory now (written to the kernel tree's
+    object store when `write`)."""
+    names = [n for n in ["series"] + [os.path.basename(p) for p in series.patches]
+             if os.path.isfile(os.path.join(series.path, n))]
+    if not names:
+        return {}
+    ids = git(["hash-object", "--no-filters"] + (["-w"] if write else []) + ["--"]
+              + [os.path.join(series.path, n) for n in names]).split()
+    return dict(zip(names, ids))
+
+
+def record_stored(series):
+    """Record the stored files the branches of `series` are laid out from."""
+    entries = "".join("100644 blob %s\t%s\0" % (blob, name)
+                      for name, blob in sorted(stored_blobs(series, write=True).items()))
+    git(["update-ref", STORED + series.head_branch, git(["mktree", "-z"], input=entries)])
+
+
+def recorded_stored(series):
+    """{file name: blob id} that the last lay-out of `series` recorded, or
+    None when there is no record (branches laid out by an older kit)."""
+    tree = git(["rev-parse", "--verify", "-q", STORED + series.head_branch], check=False)
+    if not tree:
+        return None
+    entries = [e for e in git(["ls-tree", "-z", tree]).split("\0") if e]
+    return {e.split("\t", 1)[1]: e.split()[2] for e in entries}
+
+
 def require_own_branches(series):
     """Refuse `series` when another stored series is on its major.minor:
     the two would share distro/<ver> and series/<ver>."""
@@ -205,6 +241,7 @@ def lay_out(series, out=print, quiet=False):
         moved = move_branch(branch, commit, "fork branches %s" % series.rel)
         if not quiet:
             prog.say("%-50s %s%s" % (branch, commit[:12], "" if moved else " (unchanged)"))
+    record_stored(series)
     out(prev)
     return prev
 

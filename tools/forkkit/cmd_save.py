@@ -7,7 +7,10 @@ so saving an unchanged series changes no file.  Then the topic branches are
 laid out again from what was saved.
 
 Uncommitted changes to the series directory in this repository are never
-overwritten: save refuses and says so.
+overwritten: save refuses and says so.  Nor are committed ones that the
+branch lacks: when the series file or a patch changed since ``branches``
+laid out the branches from them (a commit, a pull), save refuses and names
+the files, unless ``--overwrite``.
 """
 
 import os
@@ -16,7 +19,8 @@ import tempfile
 
 from . import series as series_mod
 from .series import patch_subject
-from .cmd_branches import lay_out, require_own_branches
+from .cmd_branches import (LAID, apply_patches, lay_out, recorded_stored, require_own_branches,
+                           stored_blobs)
 from .common import (ForkError, Progress, ensure_dir, git, repo_root, require_ktree,
                      rev_parse, run, wpath)
 
@@ -27,6 +31,10 @@ def add_arguments(p):
     p.add_argument("--series", default=series_mod.PRIMARY,
                    help="series directory (default: patches; e.g. backports/6.1)")
     p.add_argument("--from", dest="rev", help="revision to save (default: series/<ver>)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write the branch over stored files (series file, patches) that changed "
+                        "since `branches` laid the branch out from them, e.g. by a commit or a "
+                        "pull; without it save refuses and names them")
 
 
 def repo_dirty(path):
@@ -100,28 +108,56 @@ def keep_topic_names(series, old_info, names, prog):
     return kept
 
 
-def save(series, rev=None):
-    prog = Progress("save")
-    require_ktree()
-    require_own_branches(series)
-    dirty = repo_dirty(series.path)
-    if dirty:
-        raise ForkError("%s/ has uncommitted changes in this repository:\n%s\n"
-                        "Commit or stash them first; nothing was written."
-                        % (series.rel, dirty))
-    base = rev_parse(series.distro_branch)
-    head = rev_parse(rev or series.head_branch)
+def stale_files(series):
+    """What in the series directory changed since `branches` laid out the
+    series branch from it (one phrase), or None."""
+    recorded = recorded_stored(series)
+    if recorded is None:            # laid out before the record was kept
+        laid = git(["rev-parse", "--verify", "-q", LAID + series.head_branch], check=False)
+        try:
+            stored = apply_patches(rev_parse(series.distro_branch), series.patches)
+        except ForkError:
+            stored = None
+        if not series.patches or laid == stored:
+            return None
+        return "%s/ is not what `tools/fork branches` laid out on %s" % (series.rel,
+                                                                       series.head_branch)
+    now = stored_blobs(series)
+    changed = sorted(n for n in set(recorded) | set(now) if recorded.get(n) != now.get(n))
+    if not changed:
+        return None
+    return "%s changed since `tools/fork branches` laid out %s from %s/" % (
+        ", ".join("%s/%s" % (series.rel, n) for n in changed), series.head_branch, series.rel)
+
+
+def check_not_stale(series):
+    stale = stale_files(series)
+    if stale:
+        raise ForkError("%s: saving now would undo that with the branch's older version. Take "
+                        "the new files into the branches with `tools/fork branches` (while a "
+                        "branch holds commits of its own, it refuses and says what to do), or "
+                        "let the branch win with `tools/fork save --overwrite`. Nothing was "
+                        "written." % stale)
+
+
+def check_range(series, rev, base, head):
+    name = rev or series.head_branch
     if git(["merge-base", base, head]) != base:
         raise ForkError("%s is not based on %s: rebase it there first"
-                        % (rev or series.head_branch, series.distro_branch))
+                        % (name, series.distro_branch))
     if git(["rev-list", "--merges", "%s..%s" % (base, head)]):
         raise ForkError("%s..%s contains merge commits: a patch series must be linear"
-                        % (series.distro_branch, rev or series.head_branch))
+                        % (series.distro_branch, name))
     if head == base:
         raise ForkError("nothing to save: %s has no commits on top of %s, and saving it would "
                         "delete every patch of %s/; to empty the series, `git rm` the patch "
                         "files and the series file yourself. Nothing was written."
-                        % (rev or series.head_branch, series.distro_branch, series.rel))
+                        % (name, series.distro_branch, series.rel))
+
+
+def write_series(series, base, head, prog):
+    """Write base..head as the patch files and series file of `series`;
+    return (patch file names, files changed, removed paths)."""
     tmp = tempfile.mkdtemp(prefix="save-", dir=ensure_dir(wpath("tmp")))
     removed = []
     try:
@@ -161,14 +197,32 @@ def save(series, rev=None):
             changed += 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return names, changed, removed
+
+
+def save(series, rev=None, overwrite=False):
+    prog = Progress("save")
+    require_ktree()
+    require_own_branches(series)
+    dirty = repo_dirty(series.path)
+    if dirty:
+        raise ForkError("%s/ has uncommitted changes in this repository:\n%s\n"
+                        "Commit or stash them first; nothing was written."
+                        % (series.rel, dirty))
+    if not overwrite:
+        check_not_stale(series)
+    base = rev_parse(series.distro_branch)
+    head = rev_parse(rev or series.head_branch)
+    check_range(series, rev, base, head)
+    names, changed, removed = write_series(series, base, head, prog)
+    lay_out(series_mod.Series(series.rel), out=lambda *_: None)
     prog.say("%d patches, %d files changed in %s/" % (len(names), changed, series.rel))
     if removed:
         prog.say("to get the removed patches back: git -C %s checkout HEAD -- %s"
                  % (repo_root(), " ".join(removed)))
-    lay_out(series_mod.Series(series.rel), out=lambda *_: None)
     return changed
 
 
 def main(args):
-    save(series_mod.Series(args.series), args.rev)
+    save(series_mod.Series(args.series), args.rev, args.overwrite)
     return 0
