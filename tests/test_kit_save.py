@@ -218,3 +218,53 @@ def test_save_without_a_record_compares_with_the_laid_out_branch(kit):
     err = error_line(kit.fork("save"))
     assert "patches/ is not what `tools/fork branches` laid out on series/9.9" in err
     assert snapshot(kit.repo / "patches") == files
+
+
+def test_save_with_a_dirty_tree_on_the_series_branch_writes_nothing(kit):
+    kit.laid_out()
+    kit.git("checkout", "-q", "series/9.9")
+    kit.git("commit", "-q", "--amend", "-m",
+            "ext2: per-group inode locks\n\nSigned-off-by: A U Thor <author@example.org>")
+    (kit.ktree / "README").write_text("work in progress\n")
+    files, refs = snapshot(kit.repo / "patches"), kit.refs()
+    err = error_line(kit.fork("save"))
+    assert snapshot(kit.repo / "patches") == files and kit.refs() == refs
+    assert "uncommitted changes" in err and "README" in err
+    assert "nothing was changed (save put patches/ back as it was)" in err
+    assert kit.git("status", "--porcelain", cwd=kit.repo) == ""
+    assert (kit.ktree / "README").read_text() == "work in progress\n"
+    # once the tree is clean, the same save goes through
+    kit.git("checkout", "--", "README")
+    res = kit.fork("save")
+    assert res.rc == 0, res
+    assert (kit.repo / "patches" / NEW).exists()
+
+
+def test_save_refused_by_a_foreign_topic_commit_writes_nothing(kit):
+    kit.laid_out()
+    kit.git("checkout", "-q", "topic/ext2-make-balloc-faster")
+    (kit.ktree / "README").write_text("local hack\n")
+    kit.git("commit", "-q", "-a", "-m", "my local hack")
+    kit.git("checkout", "-q", "series/9.9")
+    files, refs = snapshot(kit.repo / "patches"), kit.refs()
+    res = kit.fork("save")
+    assert res.rc == 1, res
+    assert snapshot(kit.repo / "patches") == files and kit.refs() == refs
+    assert "my local hack" in res.err
+    assert "Nothing was changed. (save put patches/ back as it was)" in res.err
+
+
+def test_save_interrupted_while_laying_out_puts_the_files_back(kit, monkeypatch):
+    from forkkit import cmd_save
+    kit.laid_out()
+    kit.git("checkout", "-q", "series/9.9")
+    kit.git("commit", "-q", "--amend", "-m",
+            "ext2: per-group inode locks\n\nSigned-off-by: A U Thor <author@example.org>")
+    files, refs = snapshot(kit.repo / "patches"), kit.refs()
+
+    def ctrl_c(*_, **__):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cmd_save, "lay_out", ctrl_c)
+    res = kit.fork("save")
+    assert res.rc == 130, res
+    assert snapshot(kit.repo / "patches") == files and kit.refs() == refs

@@ -10,7 +10,9 @@ Uncommitted changes to the series directory in this repository are never
 overwritten: save refuses and says so.  Nor are committed ones that the
 branch lacks: when the series file or a patch changed since ``branches``
 laid out the branches from them (a commit, a pull), save refuses and names
-the files, unless ``--overwrite``.
+the files, unless ``--overwrite``.  When laying out the branches again
+fails (a dirty work tree on a branch that moves, a commit of its own on a
+topic branch), save puts the series directory back as it was.
 """
 
 import os
@@ -200,6 +202,24 @@ def write_series(series, base, head, prog):
     return names, changed, removed
 
 
+def write_and_lay_out(series, base, head, prog):
+    """write_series, then the branches from what was written; if that
+    fails or is interrupted, the series directory is put back as it was."""
+    # cmd_rebase imports this module: import its directory snapshot here
+    from .cmd_rebase import restore_dir, snapshot_dir
+    before = snapshot_dir(series.rel)
+    try:
+        written = write_series(series, base, head, prog)
+        lay_out(series_mod.Series(series.rel), out=lambda *_: None)
+    except ForkError as exc:
+        restore_dir(series.rel, before)
+        raise ForkError("%s (save put %s/ back as it was)" % (str(exc).rstrip(), series.rel))
+    except BaseException:
+        restore_dir(series.rel, before)
+        raise
+    return written
+
+
 def save(series, rev=None, overwrite=False):
     prog = Progress("save")
     require_ktree()
@@ -214,8 +234,7 @@ def save(series, rev=None, overwrite=False):
     base = rev_parse(series.distro_branch)
     head = rev_parse(rev or series.head_branch)
     check_range(series, rev, base, head)
-    names, changed, removed = write_series(series, base, head, prog)
-    lay_out(series_mod.Series(series.rel), out=lambda *_: None)
+    names, changed, removed = write_and_lay_out(series, base, head, prog)
     prog.say("%d patches, %d files changed in %s/" % (len(names), changed, series.rel))
     if removed:
         prog.say("to get the removed patches back: git -C %s checkout HEAD -- %s"
