@@ -13,7 +13,9 @@ No QEMU, no kernel build: every rebase runs with --no-check.
 
 import json
 import re
+import shutil
 import sys
+import types
 from pathlib import Path
 
 from conftest import BALLOC, INODE, KERNEL_FILES, make_tarball
@@ -484,3 +486,93 @@ def test_refuses_when_the_target_series_branch_has_commits_of_its_own(kit):
     assert "series/9.8 holds commits of its own (%s)" % own[:12] in res.err
     assert kit.refs() == refs and dir_snapshot(kit.repo / "patches") == files
     assert not (kit.repo / "backports" / "9.8").exists()
+
+
+def keep_kit(kit):
+    """Save the kit's repo and work dir as they are; return a function that
+    puts them back (the same paths, so git's worktree links still hold)."""
+    saved = kit.tmp / "saved"
+    for name in ("repo", "work"):
+        shutil.copytree(kit.tmp / name, saved / name, symlinks=True)
+
+    def back():
+        for name in ("repo", "work"):
+            shutil.rmtree(kit.tmp / name)
+            shutil.copytree(saved / name, kit.tmp / name, symlinks=True)
+    return back
+
+
+def interrupting(real, n, counts=lambda *a: True):
+    """`real`, but the n-th call that `counts` raises KeyboardInterrupt
+    (Ctrl-C) after doing its work."""
+    calls = []
+
+    def step(*args, **kw):
+        out = real(*args, **kw)
+        if counts(*args):
+            calls.append(args)
+            if len(calls) == n:
+                raise KeyboardInterrupt
+        return out
+    return step
+
+
+def test_ctrl_c_at_each_step_of_the_lay_out_then_abort_restores_everything(kit, monkeypatch):
+    """--skip writes the series files, then moves each branch (refs/fork/prev,
+    the branch, refs/fork/laid): interrupted after any of those steps,
+    --abort puts every ref and every series file back."""
+    from forkkit import cmd_branches
+    refs, files = prepare(kit)
+    start_b(kit)
+    back = keep_kit(kit)
+    # the files: each patch file copied in, the series file (open, truncated)
+    # while its lines are written; then every update-ref/reset of the lay-out
+    steps = [(cmd_rebase, "shutil", n) for n in (1, 2)] + [(cmd_rebase, "patch_subject", 1)]
+    steps += [(cmd_branches, "git", n) for n in range(1, 100)]
+    for module, name, n in steps:
+        back()
+        with monkeypatch.context() as mp:
+            if name == "shutil":
+                mp.setattr(module, name, types.SimpleNamespace(
+                    copyfile=interrupting(shutil.copyfile, n), rmtree=shutil.rmtree))
+            elif name == "git":
+                mp.setattr(module, name, interrupting(
+                    module.git, n, lambda args, *_: args[0] in ("update-ref", "reset")))
+            else:
+                mp.setattr(module, name, interrupting(getattr(module, name), n))
+            res = kit.fork("rebase", "--skip", "--no-check")
+        if name == "git" and res.rc == 0:
+            break       # past the last step: the lay-out is complete
+        assert res.rc == 130 and "interrupted" in res.err, (name, n, res)
+        res = kit.fork("rebase", "--abort")
+        assert res.rc == 0 and "left alone" not in res.err, (name, n, res)
+        assert kit.refs() == refs, (name, n)
+        assert dir_snapshot(kit.repo / "patches") == files, (name, n)
+        assert kit.git("symbolic-ref", "HEAD") == "refs/heads/distro/9.9"
+        assert not (kit.work / "rebase" / "state.json").exists()
+    # interrupted at least at 3 topics and series/9.9, each: refs/fork/prev,
+    # the branch, refs/fork/laid
+    assert name == "git" and n > 12, n
+
+
+def test_continue_after_an_interrupted_lay_out_then_abort(kit, monkeypatch):
+    """A lay-out cut short, laid out again by --continue: the refs the first
+    one moved are still the rebase's own for --abort."""
+    from forkkit import cmd_branches
+    refs, files = prepare(kit)
+    start_b(kit)
+    with monkeypatch.context() as mp:
+        mp.setattr(cmd_branches, "move_branch", interrupting(cmd_branches.move_branch, 2))
+        assert kit.fork("rebase", "--skip", "--no-check").rc == 130
+    # the lay-out fails now (a commit of somebody's on the series branch)
+    kit.git("checkout", "-q", "series/9.9")
+    (kit.ktree / "README").write_text("unsaved\n")
+    kit.git("commit", "-q", "-a", "-m", "wip: unsaved")
+    refs["refs/heads/series/9.9"] = kit.rev("HEAD")
+    res = kit.fork("rebase", "--continue", "--no-check")
+    assert res.rc == 1 and "wip: unsaved" in res.err, res
+    res = kit.fork("rebase", "--abort")
+    assert res.rc == 0, res
+    assert "left alone: refs/heads/series/9.9" in res.err
+    assert "left alone: refs/heads/topic" not in res.err, res
+    assert kit.refs() == refs and dir_snapshot(kit.repo / "patches") == files

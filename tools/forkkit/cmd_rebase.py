@@ -46,7 +46,9 @@ writes them), the branches are laid out again (``topic/<name>`` or
 ``backport/<ver>/<name>`` and ``series/<ver>``; the old tips stay under
 ``refs/fork/prev/``), ``git range-diff old_base..old_head
 new_base..new_head`` is printed, and ``check`` runs on the new series unless
-``--no-check``.
+``--no-check``.  The refs are recorded before the branches are laid out, so
+a lay-out interrupted at any step (Ctrl-C) is undone by ``--abort`` or
+finished by ``--continue``.
 """
 
 import argparse
@@ -692,6 +694,12 @@ def write_series(st, head):
     return names
 
 
+def settle(st):
+    """Claim the refs a lay-out moved: this one's, or one cut short (Ctrl-C)."""
+    if st.get("laying_out") is not None:
+        claim(st, st.pop("laying_out"))
+
+
 def finish(st, prog):
     wt = worktree()
     if st["phase"] != "finishing":
@@ -701,18 +709,23 @@ def finish(st, prog):
                                 "the rebase would overwrite it: put it back as it was (`git -C "
                                 "%s status -- %s`), then --continue, or --abort"
                                 % (rel, repo_root(), rel))
+    # The refs as they were are recorded before anything is written, so
+    # that whatever a lay-out interrupted at any step has moved is the
+    # rebase's own for --abort (settle).
+    settle(st)
     st["phase"] = "finishing"
+    st["laying_out"] = snapshot_refs()
     save_state(st)
-    before = snapshot_refs()
     try:
         names = write_series(st, head_of(wt))
         dest = series_mod.Series(st["dest"])
         new_head = lay_out(dest, out=lambda *_: None)
     except ForkError as exc:
-        claim(st, before)
         raise ForkError("%s\nThe rebase is finishing: fix that, then `tools/fork rebase "
                         "--continue` to write the series again, or `--abort` to put everything "
                         "back." % exc)
+    finally:
+        settle(st)
     counts = {}
     for p in st["patches"]:
         counts[p["status"]] = counts.get(p["status"], 0) + 1
@@ -878,6 +891,7 @@ def restore_dir(rel, files):
 def restore(st, prog):
     """Put refs, kernel tree HEAD and (if written) series files back."""
     wt = worktree()
+    settle(st)
     if os.path.exists(os.path.join(wt, ".git")):
         if am_in_progress(wt):
             am(wt, ["--abort"])
