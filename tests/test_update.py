@@ -70,3 +70,98 @@ def test_update_to_one_point_release_at_a_time(kit):
     res = kit.fork("update", "--series", "patches", "--no-check")
     assert res.rc == 0 and re.search(r"9\.9\.1-2 +9\.9\.1-3 +updated$", res.out, re.M), res
     assert kit.git("show", "series/9.9:README") == "point release 2"
+
+
+# The host programs a check needs, but no QEMU (see Kit.path_without).
+PROGS_BUT_QEMU = ("git", "tar", "xz", "make", "gcc", "flex", "bison", "bc", "cpio", "sh", "grep",
+                  "cp", "mkdir", "touch", "mke2fs", "e2fsck", "dpkg", "dpkg-deb")
+
+
+def newer_archive(kit):
+    newer = point_release(kit, "newer.tar.xz", README="a point release\n")
+    kit.serve_archive([("9.9.1-2", "trixie", newer), (DEBVER, "bookworm", kit.tarball)])
+
+
+def series_files(kit):
+    return {p.name: p.read_bytes() for p in sorted((kit.repo / "patches").iterdir())}
+
+
+def test_a_check_that_cannot_run_is_refused_before_anything_moves(kit):
+    kit.laid_out()
+    newer_archive(kit)
+    refs, files = kit.refs(), series_files(kit)
+    path = "%s:%s" % (kit.bin, kit.path_without("qemu-system-x86_64", PROGS_BUT_QEMU))
+    res = kit.fork("update", env={"PATH": path})
+    assert res.rc == 1, res
+    assert res.err.startswith("fork update: error: qemu-system-x86_64 not found"), res
+    assert "nothing was changed" in res.err and "--no-check" in res.err, res
+    assert len(res.err.strip().splitlines()) == 1, res
+    assert kit.refs() == refs and series_files(kit) == files
+    assert not (kit.work / "rebase" / "state.json").exists()
+    # rebase itself refuses the same way, and an unknown guest test too
+    res = kit.fork("rebase", "--onto", "9.9.1-2", "--archive", env={"PATH": path})
+    assert res.rc == 1 and "qemu-system-x86_64 not found" in res.err, res
+    assert len(res.err.strip().splitlines()) == 1, res
+    res = kit.fork("update", "--test", "nosuch")
+    assert res.rc == 1 and "unknown guest test 'nosuch'" in res.err, res
+    assert kit.refs() == refs and series_files(kit) == files
+    assert not (kit.work / "rebase" / "state.json").exists()
+    # --no-check needs no QEMU
+    res = kit.fork("update", "--no-check", env={"PATH": path})
+    assert res.rc == 0 and "version: 9.9.1-2" in (kit.repo / "patches" / "base").read_text(), res
+
+
+def failing_check(monkeypatch, passed=False):
+    """The check after the rebase, without QEMU: every row passes or fails."""
+    from forkkit import cmd_check, cmd_rebase
+    monkeypatch.setattr(cmd_rebase, "check_ready", lambda *a: None, raising=False)
+    monkeypatch.setattr(cmd_check, "run_check", lambda *a, **kw: [{"passed": passed}])
+
+
+def test_a_failed_check_after_update_can_be_aborted(kit, monkeypatch):
+    kit.laid_out()
+    newer_archive(kit)
+    refs, files = kit.refs(), series_files(kit)
+    failing_check(monkeypatch)
+    res = kit.fork("update")
+    assert res.rc == 1, res
+    assert re.search(r"^patches +%s +9\.9\.1-2 +FAILED: the rebase is done, but `check` "
+                     r"failed.*rebase --continue or --abort" % DEBVER, res.out, re.M), res
+    assert "version: 9.9.1-2" in (kit.repo / "patches" / "base").read_text()
+    # --continue checks again and keeps the rebase while the check fails
+    res = kit.fork("rebase", "--continue")
+    assert res.rc == 1 and "rebase --abort" in res.err, res
+    res = kit.fork("rebase", "--abort")
+    assert res.rc == 0, res
+    assert kit.refs() == refs and series_files(kit) == files
+    assert kit.git("symbolic-ref", "HEAD") == "refs/heads/distro/9.9"
+    assert kit.git("status", "--porcelain", cwd=kit.repo) == ""
+    assert not (kit.work / "rebase" / "state.json").exists()
+
+
+def test_a_failed_check_then_a_passing_one_keeps_the_update(kit, monkeypatch):
+    kit.laid_out()
+    newer_archive(kit)
+    failing_check(monkeypatch)
+    assert kit.fork("update").rc == 1
+    moved = kit.refs()
+    failing_check(monkeypatch, passed=True)
+    res = kit.fork("rebase", "--continue")
+    assert res.rc == 0, res
+    assert not (kit.work / "rebase" / "state.json").exists()
+    assert kit.refs() == moved and "version: 9.9.1-2" in (kit.repo / "patches" / "base").read_text()
+    assert kit.fork("rebase", "--abort").rc == 1
+
+
+def test_abort_after_a_failed_check_leaves_edited_series_files_alone(kit, monkeypatch):
+    kit.laid_out()
+    newer_archive(kit)
+    failing_check(monkeypatch)
+    assert kit.fork("update").rc == 1
+    series = kit.repo / "patches" / "series"
+    series.write_text(series.read_text() + "# a fix made after the rebase\n")
+    edited = series_files(kit)
+    res = kit.fork("rebase", "--abort")
+    assert res.rc == 0, res
+    assert "left alone: patches/" in res.err and "patches/ left alone" in res.out, res
+    assert series_files(kit) == edited

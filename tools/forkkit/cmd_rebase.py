@@ -46,9 +46,14 @@ writes them), the branches are laid out again (``topic/<name>`` or
 ``backport/<ver>/<name>`` and ``series/<ver>``; the old tips stay under
 ``refs/fork/prev/``), ``git range-diff old_base..old_head
 new_base..new_head`` is printed, and ``check`` runs on the new series unless
-``--no-check``.  The refs are recorded before the branches are laid out, so
-a lay-out interrupted at any step (Ctrl-C) is undone by ``--abort`` or
-finished by ``--continue``.
+``--no-check``.  What that check needs (the guest test, the build
+dependencies, QEMU, e2fsprogs) is asked before anything moves, and the
+rebase stays in progress until the check passes: ``--abort`` then still puts
+the old series back (series files edited since the rebase wrote them are
+left alone and named), ``--continue`` checks again, ``--continue
+--no-check`` keeps the new series unchecked.  The refs are recorded before
+the branches are laid out, so a lay-out interrupted at any step (Ctrl-C)
+is undone by ``--abort`` or finished by ``--continue``.
 """
 
 import argparse
@@ -60,7 +65,7 @@ import shutil
 import tempfile
 import time
 
-from . import cmd_import, debian
+from . import cmd_import, debian, guesttests, kbuild
 from . import series as series_mod
 from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
                            patch_id_of_file)
@@ -115,7 +120,8 @@ def add_arguments(p):
                         "installed (see `import`)")
     p.add_argument("--check", action=argparse.BooleanOptionalAction,
                    default=None, help="run `check` on the new series afterwards (default: yes)")
-    p.add_argument("--config", default="base", help="config flavour for the check (default: base)")
+    p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
+                   help="config flavour for the check (default: base)")
     p.add_argument("--test", default="smoke", help="guest test for the check (default: smoke)")
     p.add_argument("--timeout", type=int, default=900, help="guest timeout for the check")
 
@@ -571,6 +577,8 @@ def start(args):
         raise ForkError("a rebase is already in progress (%s): `tools/fork rebase --status`, "
                         "then --continue, --skip or --abort it" % state_path())
     require_clean(ktree())
+    if args.check is not False:
+        check_ready(args.config, args.test)
     src = series_mod.Series(args.series)
     kver, wanted = cmd_import.normalize_version(args.onto)
     package = "linux-source-%s" % kver
@@ -694,24 +702,33 @@ def write_series(st, head):
     return names
 
 
-def settle(st):
-    """Claim the refs a lay-out moved: this one's, or one cut short (Ctrl-C)."""
-    if st.get("laying_out") is not None:
-        claim(st, st.pop("laying_out"))
-
-
 def finish(st, prog):
-    wt = worktree()
-    if st["phase"] != "finishing":
+    """Write the result and lay the branches out (once), then check it."""
+    if st["phase"] == "replaying":
         for rel, files in st["files"].items():
             if snapshot_dir(rel) != files:
                 raise ForkError("%s/ changed in this repository while the rebase was running; "
                                 "the rebase would overwrite it: put it back as it was (`git -C "
                                 "%s status -- %s`), then --continue, or --abort"
                                 % (rel, repo_root(), rel))
-    # The refs as they were are recorded before anything is written, so
-    # that whatever a lay-out interrupted at any step has moved is the
-    # rebase's own for --abort (settle).
+    if st["phase"] != "checking":
+        write_result(st)
+    return check_result(st)
+
+
+def settle(st):
+    """Claim the refs a lay-out moved: this one's, or one cut short (Ctrl-C)."""
+    if st.get("laying_out") is not None:
+        claim(st, st.pop("laying_out"))
+
+
+def write_result(st):
+    """Series files and branches from the replayed worktree, then the report.
+
+    The refs as they were are recorded before anything is written, so that
+    whatever a lay-out interrupted at any step has moved is the rebase's own
+    for --abort (settle)."""
+    wt = worktree()
     settle(st)
     st["phase"] = "finishing"
     st["laying_out"] = snapshot_refs()
@@ -726,6 +743,13 @@ def finish(st, prog):
                         "back." % exc)
     finally:
         settle(st)
+    st["phase"] = "checking"
+    st["written"] = {rel: snapshot_dir(rel) for rel in st["files"]}
+    save_state(st)
+    report_result(st, dest, new_head, names)
+
+
+def report_result(st, dest, new_head, names):
     counts = {}
     for p in st["patches"]:
         counts[p["status"]] = counts.get(p["status"], 0) + 1
@@ -753,15 +777,39 @@ def finish(st, prog):
                      "under refs/fork/prev/" % (old["kver"], old["head"][:12]))
     notes.append("review and commit %s/ in %s" % (dest.rel, repo_root()))
     print("\n" + "\n".join("note: " + n for n in notes))
+
+
+def check_ready(flavour, test):
+    """Refuse, before anything moves, a check that could not run on the
+    result: an unknown guest test, a missing build dependency or host program."""
+    from .cmd_check import host_tools
+    try:
+        guesttests.check_test_name(test)
+        kbuild.check_deps()
+        host_tools()
+    except ForkError as exc:
+        raise ForkError("%s (the check after the rebase needs it; nothing was changed; "
+                        "--no-check moves the series without the check)" % exc)
+
+
+def check_result(st):
+    """The check of the new series; until it passes, --abort undoes the rebase."""
+    if st["check"]:
+        from .cmd_check import run_check
+        print("\n$ tools/fork check --series %s --config %s --test %s"
+              % (st["dest"], st["config"], st["test"]), flush=True)
+        undo = ("`tools/fork rebase --abort` puts the old series back, `--continue` checks "
+                "again, `--continue --no-check` keeps the new series unchecked")
+        try:
+            rows = run_check(None, series_mod.Series(st["dest"]), st["config"], st["test"],
+                             False, st["timeout"])
+        except ForkError as exc:
+            raise ForkError("the rebase is done, but `check` could not run: %s\n%s"
+                            % (exc, undo))
+        if not all(r["passed"] for r in rows):
+            raise ForkError("the rebase is done, but `check` failed on the new series (table "
+                            "above)\n%s" % undo)
     drop_state()
-    if not st["check"]:
-        return 0
-    from .cmd_check import run_check
-    print("\n$ tools/fork check --series %s --config %s --test %s"
-          % (dest.rel, st["config"], st["test"]), flush=True)
-    rows = run_check(None, dest, st["config"], st["test"], False, st["timeout"])
-    if not all(r["passed"] for r in rows):
-        raise ForkError("the rebase is done, but `check` failed on the new series (table above)")
     return 0
 
 
@@ -791,7 +839,9 @@ def do_continue(args, prog):
     st = need_state()
     if args.check is not None:
         st["check"] = args.check
-    if st["phase"] == "finishing":
+    if st["check"]:
+        check_ready(st["config"], st["test"])
+    if st["phase"] in ("finishing", "checking"):
         return finish(st, prog)
     i, p = current(st)
     wt = worktree()
@@ -840,6 +890,8 @@ def do_skip(args, prog):
     i, p = current(st)
     if p is None:
         raise ForkError("no patch is stopped on a conflict: use --continue or --abort")
+    if st["check"]:
+        check_ready(st["config"], st["test"])
     wt = worktree()
     if am_in_progress(wt):
         am(wt, ["--abort"])
@@ -888,8 +940,24 @@ def restore_dir(rel, files):
             fh.write(data)
 
 
+def restore_dirs(st, prog):
+    """Put the series files back, if the rebase wrote them; return the
+    directories left alone: changed since the rebase wrote them."""
+    if st["phase"] not in ("finishing", "checking"):
+        return []
+    written = st.get("written") or {}
+    alone = [rel for rel in written if snapshot_dir(rel) != written[rel]]
+    for rel, files in st["files"].items():
+        if rel in alone:
+            prog.say("left alone: %s/ (changed since the rebase wrote it)" % rel)
+        else:
+            restore_dir(rel, files)
+    return alone
+
+
 def restore(st, prog):
-    """Put refs, kernel tree HEAD and (if written) series files back."""
+    """Put refs, kernel tree HEAD and (if written) series files back;
+    return (refs put back, series directories left alone)."""
     wt = worktree()
     settle(st)
     if os.path.exists(os.path.join(wt, ".git")):
@@ -915,9 +983,7 @@ def restore(st, prog):
         require_clean(ktree())
     for ref, old in todo:
         restore_ref(ref, old)
-    if st["phase"] == "finishing":
-        for rel, files in st["files"].items():
-            restore_dir(rel, files)
+    dirs_alone = restore_dirs(st, prog)
     head = st["ktree_head"]
     if st["ktree_detached"] and not git(["symbolic-ref", "-q", "HEAD"], check=False) \
             and git(["rev-parse", "HEAD"]) == st["refs"].get(head):
@@ -926,16 +992,18 @@ def restore(st, prog):
     for ref in alone:
         prog.say("left alone: %s (changed outside the rebase since it started)" % ref)
     drop_state()
-    return len(todo)
+    return len(todo), dirs_alone
 
 
 def do_abort(args, prog):
     st = load_state()
     if st is None:
         raise ForkError("no rebase in progress (no %s)" % state_path())
-    changed = restore(st, prog)
+    changed, dirs_alone = restore(st, prog)
+    dest = ("left alone" if st["dest"] in dirs_alone
+            else "restored" if st["phase"] in ("finishing", "checking") else "untouched")
     print("rebase aborted: %d branches/tags put back, %s/ %s, kernel tree HEAD %s"
-          % (changed, st["dest"], "restored" if st["phase"] == "finishing" else "untouched",
+          % (changed, st["dest"], dest,
              st["ktree_head"] if not st["ktree_head"].startswith("refs/heads/")
              else st["ktree_head"][len("refs/heads/"):]))
     return 0

@@ -14,14 +14,17 @@ every patch, lay the branches out, range-diff, then ``check``.
 A patch that conflicts stops the update where it is, as ``rebase`` stops:
 the series' files and branches stay as they were, the rebase waits in
 ``work/rebase/tree`` for ``rebase --continue`` or ``--abort``, and no later
-series is touched.  A failing check is reported and stops the update too.
+series is touched.  A failing check is reported and stops the update too;
+that rebase waits as well (``--abort`` puts the series back, ``--continue``
+checks again).  What the check needs (its guest test, the build
+dependencies, QEMU, e2fsprogs) is asked before anything moves.
 One table at the end: series, from, to, result.  ``--dry-run`` only asks
 the archive.
 """
 
 import argparse
 
-from . import cmd_rebase, debian
+from . import cmd_rebase, debian, kbuild
 from . import series as series_mod
 from .common import ForkError, Lock, Progress, require_ktree, run
 
@@ -39,7 +42,8 @@ def add_arguments(p):
                    help="run `check` on each updated series (default: yes)")
     p.add_argument("--refresh", action="store_true",
                    help="re-read the archive's indexes now (else at most daily)")
-    p.add_argument("--config", default="base", help="config flavour for the check")
+    p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
+                   help="config flavour for the check")
     p.add_argument("--test", default="smoke", help="guest test for the check")
 
 
@@ -86,6 +90,8 @@ def main(args):
     if args.to and len(chosen) != 1:
         raise ForkError("--to names one Debian version: say which series it is for "
                         "(--series DIR)")
+    if args.check and not args.dry_run:
+        cmd_rebase.check_ready(args.config, args.test)
     rows, status = [], 0
     for n, s in enumerate(chosen):
         found = newest_for(s, prog, args.refresh and n == 0, args.to)
@@ -105,8 +111,10 @@ def main(args):
             with Lock("rebase"):
                 rc = cmd_rebase.start(ns)
         except ForkError as exc:
-            rows.append([s.rel, s.base["version"], version, "FAILED: %s"
-                         % str(exc).splitlines()[0]])
+            waits = cmd_rebase.load_state() is not None
+            rows.append([s.rel, s.base["version"], version, "FAILED: %s%s"
+                         % (str(exc).splitlines()[0],
+                            " (the rebase waits: rebase --continue or --abort)" if waits else "")])
             status = 1
             break
         if rc != 0:
