@@ -26,7 +26,7 @@ carried upstream fix), none of them (nor a caller of one, nor what one
 tail-calls) is on the report's stacks, and the base shows the same report
 (funcdiff, reports.judge).  A report elsewhere
 that the base snapshot shows as well (same flavour and test, this run or
-its cached result) is listed as known, with the base's console log as
+its recorded result) is listed as known, with the base's console log as
 evidence; any other report fails.  For a KCSAN data race, the stacks are the racing
 accesses' own top frames (a virtio race with ext2_writepages() far down
 the flushing task's stack is not ext2's; its signature names the ext2
@@ -41,15 +41,21 @@ is established by checking the base again (``check --force <base>
 --config kcsan --test stress``), and stays established across kit
 changes.  The consoles are found through the base's row, which names its
 image: the base comes first in the default range; a range without it
-uses the base's cached row (cached per kit, and only a pass), and without
+uses the base's recorded row (recorded per kit, pass or fail), and without
 one every report outside ext2 fails.
 
-Prints a table and exits non-zero if any cell failed.  Passing results are
-cached by the commit's tree id, config flavour (its ci/kconfig fragments),
-guest test (ci/guest, its TESTS entry), the kit's code and the
-QEMU/e2fsprogs versions; each entry names the sha256 of the image that was
-booted.  A rebase that changes nothing
-re-checks nothing; ``--force`` redoes them.
+Prints a table and exits non-zero if any cell failed.  Every run that
+booted the image, pass or fail, is kept on record (the cache) by the
+commit's tree id, config flavour (its ci/kconfig fragments), guest test
+(ci/guest, its TESTS entry), the kit's code and the QEMU/e2fsprogs versions;
+each names the sha256 of the image that was booted.  A rebase that changes
+nothing re-checks nothing; ``--force`` runs them again and adds the run to
+the record.  A failure stays on it: a detector that sees a race only in
+some boots (KCSAN, a race in ``stress``) does not turn green by retrying.
+A later pass of a cell that failed is "flaky: k of n runs failed" and is
+no pass, unless every failed run failed only on reports that the base
+shows too (the rule above, with the base's evidence of the run that
+passed; kernel.judge_runs()).
 """
 
 import json
@@ -76,7 +82,9 @@ def add_arguments(p):
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
                    help="config flavour (default: base)")
     p.add_argument("--test", default="smoke", help="guest test: %s" % ", ".join(guesttests.TESTS))
-    p.add_argument("--force", action="store_true", help="ignore cached results")
+    p.add_argument("--force", action="store_true",
+                   help="run again whatever is on record (the run is added to the record; "
+                        "an earlier failure stays)")
     p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
@@ -110,8 +118,19 @@ def table(rows):
         lines.append("%-12s  %-44s  %-10s  %-5s  %-4s  %-5s  %-6s  %-6s  %5.0fs%s" % (
             r["commit"][:12], r["subject"][:44], c["checkpatch"], c["build"], c["boot"],
             c["test"], c["e2fsck"], c.get("counts", "-"), r["seconds"],
-            " (cached)" if r.get("cached") else ""))
+            " (cached)" if r.get("cached") else "")
+            + ("  " + r["flaky"] if r.get("flaky") else ""))
     return "\n".join(lines)
+
+
+def flaky_note(r):
+    """One line on a flaky row: which runs failed on what, and whether the
+    row passes (only when the base shows every report that failed them)."""
+    failed = "; ".join("run %d: %s" % (n, run.get("failure") or "failed")
+                       for n, run in enumerate(kernel.runs_of(r), 1) if not run["passed"])
+    verdict = "each failed run failed on reports the base shows too (%s): it passes" \
+        % r["flaky_excused"] if r.get("flaky_excused") else "it does not pass"
+    return "%s %s (%s): %s" % (r["commit"][:12], r["flaky"], failed, verdict)
 
 
 def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, timeout=900,
@@ -164,6 +183,8 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
         for cell, detail in sorted(r.get("details", {}).items()):
             if r["cells"].get(cell) == "FAIL":
                 out("%s %s: %s" % (r["commit"][:12], cell, detail))
+        if r.get("flaky"):
+            out(flaky_note(r))
     return rows
 
 
@@ -289,9 +310,10 @@ def stored_evidence(d, image_sha256):
 
 def base_reports(base, rows, flavour, test, out):
     """{key: evidence} of the reports that the base snapshot showed under
-    this flavour and test: in this run's row of the base or its cached
-    result, and in every stored console of the same base image under the
-    same test inputs (evidence_dir()), each read again by this kit; {}
+    this flavour and test: in this run's row of the base or its recorded
+    result (pass or fail), and in every stored console of the same base
+    image under the same test inputs (evidence_dir()), each read again by
+    this kit; {}
     (every report fails) when the base has no row that names its image."""
     tree = git(["rev-parse", base + "^{tree}"])
     row = next((r for r in rows if r["commit"] == base and r.get("image_sha256")), None)
@@ -318,10 +340,11 @@ def markdown(rows, series, flavour, test):
            "", "| commit | subject | %s | time | image sha256 | kit |" % " | ".join(CELLS),
            "|" + "---|" * (len(CELLS) + 5)]
     for r in rows:
-        out.append("| %s | %s | %s | %.0f s%s | %s | %s |" % (
+        out.append("| %s | %s | %s | %.0f s%s%s | %s | %s |" % (
             r["commit"][:12], r["subject"].replace("|", "\\|")[:60],
             " | ".join(r["cells"].get(c, "-") for c in CELLS), r["seconds"],
-            " (cached)" if r.get("cached") else "", (r.get("image_sha256") or "-")[:16],
+            " (cached)" if r.get("cached") else "", " flaky" if r.get("flaky") else "",
+            (r.get("image_sha256") or "-")[:16],
             r.get("kit", "-")))
     tools = sorted({"%s: %s" % kv for r in rows for kv in r.get("tools", {}).items()})
     if tools:
@@ -345,6 +368,10 @@ def markdown(rows, series, flavour, test):
                 "the commit did not change):", ""] + known
     if failed:
         out += ["", "Failures:", ""] + failed
+    flaky = ["- " + flaky_note(r).replace("|", "\\|") for r in rows if r.get("flaky")]
+    if flaky:
+        out += ["", "Flaky (runs of the same tree, flavour and test that failed and passed):",
+                ""] + flaky
     return "\n".join(out) + "\n"
 
 

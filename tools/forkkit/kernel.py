@@ -11,12 +11,18 @@ e2fsck and free counts):
 * ``run_test`` boots that stored image (one guest at a time, the "guest"
   lock) with a disk image of this process's own, scans the console, and
   verifies the disk on the host (e2fsck, free counts).
-* ``check_commit`` adds checkpatch and caches a passing row, keyed by the
-  tree id, the config flavour, the guest test and its inputs, this kit's
-  own code and the QEMU and e2fsprogs versions first on PATH; the row names
-  the booted image's sha256, the config key and those versions.
+* ``check_commit`` adds checkpatch and keeps every run that booted the
+  image, pass or fail, on record (the cache), keyed by the tree id, the
+  config flavour, the guest test and its inputs, this kit's own code and
+  the QEMU and e2fsprogs versions first on PATH; the row names the booted
+  image's sha256, the config key and those versions.  A failure is never
+  erased: a later pass of the same cell is flaky and does not pass, unless
+  each failed run failed only on reports that the base shows too (the
+  known-report rule, reports.judge()); see judge_runs().
 """
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import json
@@ -32,6 +38,8 @@ from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
 from .qemu import BOOT_ARGS, failure_message, run_guest
 
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
+# What a run of the tree produced (checkpatch reads the commit's log).
+RUN_CELLS = CELLS[1:]
 # What a sanitizer kernel prints when it really runs: a boot without it
 # fails (a detector that is built but switched off would pass everything).
 ACTIVE = {
@@ -133,17 +141,145 @@ def cache_path(tree, flavour, test):
 
 
 def cached(tree, flavour, test):
-    path = cache_path(tree, flavour, test)
+    """The record of this cell: the row of its latest run with every run
+    (`runs`), pass or fail ("passed" says which), or None."""
+    return read_record(cache_path(tree, flavour, test), tree)
+
+
+def read_record(path, tree):
     try:
         with open(path) as fh:
             row = json.load(fh)
     except (OSError, ValueError):
         return None
-    # Only a complete passing row of exactly this tree counts.
-    if row.get("tree") != tree or not row.get("passed") or not row.get("image_sha256") \
+    # Only a complete row of exactly this tree that booted its image counts.
+    if not isinstance(row, dict) or row.get("tree") != tree or not row.get("image_sha256") \
             or set(row.get("cells", {})) != set(CELLS):
         return None
     return row
+
+
+@contextlib.contextmanager
+def _records_locked(path):
+    """One writer at a time for the records beside `path` (two checks at
+    once must not lose each other's runs)."""
+    with open(os.path.join(os.path.dirname(path), "records.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+def cells_pass(cells):
+    return all(v in ("pass", "n/a") for v in cells.values())
+
+
+def failure_text(row):
+    """What failed a run, in one line: the failing reports' titles, else
+    each failing cell with the start of its detail."""
+    titles = [r["title"] for r in row.get("reports", []) if r.get("verdict") == "FAIL"]
+    if titles:
+        return "; ".join(titles[:3]) + (" (and %d more)" % (len(titles) - 3)
+                                         if len(titles) > 3 else "")
+    failed = [c for c in RUN_CELLS if row["cells"].get(c) not in ("pass", "n/a")]
+    details = row.get("details", {})
+    return "; ".join("%s: %s" % (c, " ".join(str(details.get(c, "FAIL")).splitlines()[:2]))
+                     for c in failed if c != "boot" or failed == ["boot"])
+
+
+def run_entry(row, excuse=None):
+    """One run on record: its verdict on the tree (RUN_CELLS), what it
+    booted and, for a failure, what failed it and `excuse` (the keys under
+    which the base's evidence would excuse each report that failed it,
+    None when something else failed it too)."""
+    cells = {c: row["cells"].get(c, "-") for c in RUN_CELLS}
+    entry = {"commit": row.get("commit"), "passed": cells_pass(cells), "cells": cells,
+             "image_sha256": row.get("image_sha256"),
+             "console": row.get("details", {}).get("boot"), "log": row.get("log"),
+             "kit": row.get("kit"), "tools": row.get("tools")}
+    if not entry["passed"]:
+        entry["failure"] = failure_text(row)
+        entry["excuse"] = excuse
+    return entry
+
+
+def runs_of(row):
+    """The runs on record for `row`; a row written before runs were kept (an
+    older record, a committed --json file) is its own one run."""
+    return row.get("runs") or [run_entry(row)]
+
+
+def base_shows(failed, known):
+    """The base's evidence (`known`: {key: evidence}, see reports.judge())
+    for every report that failed the runs `failed`, or None when one of
+    them failed on anything else or on a report the base has not shown."""
+    if not isinstance(known, dict):
+        return None
+    evidence = set()
+    for r in failed:
+        keys = r.get("excuse")
+        if not keys or any(k not in known for k in keys):
+            return None
+        evidence |= {known[k] for k in keys}
+    return "; ".join(sorted(evidence))
+
+
+def judge_runs(row, known=None):
+    """Judge `row` on every run on record: "flaky" ("flaky: k of n runs
+    failed") when some failed and others passed, and then no pass, unless
+    the latest run passed and the base shows every report that failed the
+    others ("flaky_excused": its evidence); sets "passed"."""
+    runs = runs_of(row)
+    failed = [r for r in runs if not r["passed"]]
+    row.pop("flaky", None)
+    row.pop("flaky_excused", None)
+    if failed and len(failed) < len(runs):
+        row["flaky"] = "flaky: %d of %d runs failed" % (len(failed), len(runs))
+        shown = base_shows(failed, known) if runs[-1]["passed"] else None
+        if shown:
+            row["flaky_excused"] = shown
+    row["passed"] = row_passed(row)
+    return row
+
+
+def row_passed(row):
+    return cells_pass(row["cells"]) and ("flaky" not in row or "flaky_excused" in row)
+
+
+def record_run(path, row, known=None, excuse=None):
+    """Add `row`'s run to the record at `path` (the runs before it kept: a
+    failure is never erased), judge the row on all of them (judge_runs())
+    and store it."""
+    with _records_locked(path):
+        before = read_record(path, row["tree"])
+        row["runs"] = (runs_of(before) if before else []) + [run_entry(row, excuse)]
+        judge_runs(row, known)
+        tmp = "%s.tmp-%d" % (path, os.getpid())
+        with open(tmp, "w") as fh:
+            json.dump(row, fh, indent=1)
+        os.replace(tmp, path)
+
+
+class _AnyKey(dict):
+    """A `known` for reports.judge() that holds every key: the reports it
+    still fails are those that no evidence of the base excuses."""
+
+    def __contains__(self, key):
+        return key is not None
+
+    def __getitem__(self, key):
+        return key
+
+
+def excuse_keys(failing, ext2_symbols, changed):
+    """The keys under which the base's evidence would excuse each report of
+    `failing` by reports.judge() (outside ext2 its signature, in ext2's code
+    its ext2_key), or None when one of them is never excused (ext2's own
+    message, a leak of unknown origin, a report in code the commit
+    changed)."""
+    functions = set(ext2_symbols)
+    still, excusable = reports.judge(list(failing), ext2_symbols, _AnyKey(), changed)
+    if still:
+        return None
+    return [r.ext2_key if r.in_code(functions) else r.signature for r, _ in excusable]
 
 
 def sanitizer_reports(log, spec):
@@ -186,13 +322,18 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     boot.problems = [p for p in boot.problems if p not in excused]
     judged = []
     failing = None
+    keys = None       # what would excuse the failing reports (excuse_keys())
     if known is not None:
         parsed, found = sanitizer_reports(boot.log, spec)
         failing, excused_reports = reports.judge(found, ext2_symbols, known, changed)
+        if known != "base":
+            keys = excuse_keys(failing, ext2_symbols, changed)
         # a report line no parsed report covers is never excused
         covered = {line for r in parsed for line in r.lines}
         failing += [reports.Report(p, [p], "console") for p in boot.problems
                     if p not in covered]
+        if keys is not None and len(keys) < len(failing):
+            keys = None
         failing.sort(key=lambda r: not r.in_code(set(ext2_symbols)))   # ext2's first
         boot.problems = [r.first_line for r in failing]
         judged = [dict(r.as_dict(), verdict="FAIL") for r in failing] + \
@@ -239,23 +380,28 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
             os.unlink(disk)
     else:
         details["disk"] = disk
-    return {"cells": cells, "details": details, "results": results, "reports": judged}
+    # a run that failed only on reports the base may show
+    only_reports = keys and started and boot.error is None and boot.rc == 0 and not missing \
+        and all(cells[c] in ("pass", "n/a") for c in ("e2fsck", "counts"))
+    return {"cells": cells, "details": details, "results": results, "reports": judged,
+            "excuse": keys if only_reports else None}
 
 
 def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
-    counts for one commit; a passing row is cached.  `known`, `changed`:
-    see run_test()."""
+    counts for one commit; a run that booted the image is added to the
+    record (record_run()).  `known`, `changed`: see run_test()."""
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
-    # Where the verdict is cached (its key hashes ci/): taken before the
+    # Where the run is recorded (its key hashes ci/): taken before the
     # build and the guest's initramfs read ci/, and compared after the run.
     path = cache_path(tree, flavour, test)
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
     t0 = time.monotonic()
+    excuse = None
     prog.say("%s %s" % (commit[:12], subject))
     row["cells"]["checkpatch"], row["details"]["checkpatch"] = run_checkpatch(commit, log)
     try:
@@ -282,35 +428,35 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
         row["details"].update(out["details"])
         row["results"] = out["results"]
         row["reports"] = out["reports"]
+        excuse = out.get("excuse")
     row["seconds"] = round(time.monotonic() - t0, 1)
-    row["passed"] = all(v in ("pass", "n/a") for v in row["cells"].values())
-    if row["passed"] and cache_path(tree, flavour, test) != path:
-        prog.say("%s: not cached: the test's inputs (ci/guest or the flavour's fragments) "
+    row["passed"] = cells_pass(row["cells"])
+    if row["cells"]["boot"] == "-":
+        pass                # no image booted: nothing to record
+    elif cache_path(tree, flavour, test) != path:
+        prog.say("%s: not recorded: the test's inputs (ci/guest or the flavour's fragments) "
                  "changed during the run" % commit[:12])
-    elif row["passed"]:
-        tmp = "%s.tmp-%d" % (path, os.getpid())
-        with open(tmp, "w") as fh:
-            json.dump(row, fh, indent=1)
-        os.replace(tmp, path)
+    else:
+        record_run(path, row, known, excuse)
     return row
 
 
 def cached_row(commit, flavour, test, prog):
-    """A cached pass for `commit`'s tree, or None.  The same tree under
-    another commit (a reworded log) keeps the build and guest results, but
-    checkpatch reads the log, so it runs again."""
+    """The recorded row for `commit`'s tree (pass, fail or flaky), or None.
+    The same tree under another commit (a reworded log) keeps the build
+    and guest results, but checkpatch reads the log, so it runs again."""
     tree = git(["rev-parse", commit + "^{tree}"])
     hit = cached(tree, flavour, test)
     if not hit:
         return None
     if hit["commit"] != commit:
         cell, detail = run_checkpatch(commit, new_log("check-%s" % commit[:12]))
-        if cell == "FAIL":
-            return None
         hit["cells"]["checkpatch"], hit["details"]["checkpatch"] = cell, detail
+        hit["passed"] = row_passed(hit)
     hit["cached"] = True
     hit["commit"] = commit
     hit["subject"] = git(["log", "-1", "--format=%s", commit])
-    prog.say("%s cached pass (tree %s, image %s)" % (commit[:12], tree[:12],
-                                                       hit["image_sha256"][:12]))
+    prog.say("%s cached %s (tree %s, image %s)" % (
+        commit[:12], "pass" if hit["passed"] else hit.get("flaky", "failure"), tree[:12],
+        hit["image_sha256"][:12]))
     return hit
