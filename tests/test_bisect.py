@@ -227,7 +227,8 @@ def step_env(tree, monkeypatch):
             raise ForkError("build of %s failed:\nfs/ext2/balloc.c:1: error: boom" % rev[:12])
         return Built()
 
-    def fake_guest(kernel, script, disks, timeout=600, prog=None, log=None, label="", append=""):
+    def fake_guest(kernel, script, disks, timeout=600, prog=None, log=None, label="",
+                   append="", cache="unsafe"):
         calls.append(("boot", kernel, script, tuple(disks), timeout))
         boot = calls_mode.get("boot", Boot(output=["RESULT prog=fsreport bfree=1 ffree=2"]))
         boot.log = log

@@ -189,14 +189,26 @@ def recorded_stored(series):
 
 
 def require_own_branches(series):
-    """Refuse `series` when another stored series is on its major.minor:
-    the two would share distro/<ver> and series/<ver>."""
-    for other in series_mod.all_series():
-        if other.path != series.path and other.kver == series.kver:
+    """Refuse `series` when another stored series on its major.minor has
+    the same branch names (laying out one would move the other's), or
+    names another snapshot of that version (the two share distro/<ver>).
+    A series shares a version only under its own `branches:` name (the
+    fixes series)."""
+    for other in series_mod.stored_series():
+        if other.path == series.path or other.kver != series.kver:
+            continue
+        if other.head_branch == series.head_branch:
             raise ForkError("%s/ cannot have branches of its own: %s/ is on %s too, and two "
-                            "series cannot share distro/%s and series/%s (laying out one moves "
-                            "the other's); keep one series per major.minor. Nothing was changed."
-                            % (series.rel, other.rel, series.package, series.kver, series.kver))
+                            "series cannot share %s (laying out one moves the other's); keep "
+                            "one series per major.minor, or give one of them a `branches: NAME` "
+                            "line in its base file. Nothing was changed."
+                            % (series.rel, other.rel, series.package, series.head_branch))
+        mine = (series.base.get("version"), series.base.get("sha256"))
+        if mine != (other.base.get("version"), other.base.get("sha256")):
+            raise ForkError("%s/ and %s/ share %s but name different snapshots (%s and %s): "
+                            "give both base files the same version and sha256. Nothing was "
+                            "changed." % (series.rel, other.rel, series.distro_branch,
+                                          mine[0], other.base.get("version")))
 
 
 def lay_out(series, out=print, quiet=False):

@@ -31,7 +31,13 @@ echo 0 > $d/fail_page_alloc/min-order"""
 # the host runs e2fsck -fy before the checks (the test breaks the
 # filesystem on purpose; what counts is that e2fsck repairs it to a clean
 # state).  "statfs": False when the test's last statfs cannot match the
-# disk (a repair changes the counts).
+# disk (a repair changes the counts).  "cache": the disk's QEMU cache
+# mode (qemu.qemu_cmd(); default "unsafe").  "fs": the filesystem the host
+# makes on the disk and checks afterwards, "ext2" (the default: e2fsck and
+# the free-count comparison), "minix" (mkfs.minix -3, fsck.minix -f; the
+# counts cell is "n/a": minix has no group descriptors to compare) or
+# "ufs" (UFS1 as 4.4BSD lays it out, made by makefs; Debian has no UFS
+# checker, so both host cells are "n/a" and the guest test is the verdict).
 TESTS = {
     # create/write/read back/truncate/unlink across directories from 2
     # tasks, statfs in between, then the seed workload in two directories.
@@ -322,10 +328,80 @@ rmdir /mnt/d
 fsreport /mnt
 umount /mnt
 """),
+    # The same on minix (mkfs.minix -3 on the host, fsck.minix -f after):
+    # minix_handle_dirsync() took the same conversion as ext2's in 6.2
+    # and writes every change too.  Fails on stock 6.2 .. 7.3 (fixed by
+    # the minix patch of the fixes series).
+    "minix-dirsync": ("64M", 1024, """set -e
+writes() { awk '{ print $5 }' /sys/block/vda/stat; }
+changes() {
+	sync
+	w0=$(writes)
+	createbench -n 100 -m 5 /mnt/d
+	n=$(( $(writes) - w0 ))
+	echo "minix-dirsync: $1: $n disk writes for 1000 directory changes"
+}
+mount -t minix /dev/vda /mnt
+mkdir /mnt/d
+changes "not DIRSYNC"
+[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a minix directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
+umount /mnt
+mount -t minix -o dirsync /dev/vda /mnt
+changes "mounted -o dirsync"
+[ "$n" -ge 1000 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC minix directory: changes are not all written synchronously"; exit 1; }
+rmdir /mnt/d
+umount /mnt
+""", {"fs": "minix", "statfs": False}),
+    # And on ufs (UFS1, 4.4BSD layout, made by makefs; the kernel's
+    # CONFIG_UFS_FS_WRITE): ufs_handle_dirsync() took the same conversion
+    # in 6.4.  Fails on stock 6.4 .. 7.3 (fixed by the ufs patch of the
+    # fixes series).
+    "ufs-dirsync": ("64M", 8192, """set -e
+writes() { awk '{ print $5 }' /sys/block/vda/stat; }
+changes() {
+	sync
+	w0=$(writes)
+	createbench -n 100 -m 5 /mnt/d
+	n=$(( $(writes) - w0 ))
+	echo "ufs-dirsync: $1: $n disk writes for 1000 directory changes"
+}
+mount -t ufs -o ufstype=44bsd /dev/vda /mnt
+mkdir /mnt/d
+changes "not DIRSYNC"
+[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a ufs directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
+umount /mnt
+mount -t ufs -o ufstype=44bsd,dirsync /dev/vda /mnt
+changes "mounted -o dirsync"
+[ "$n" -ge 1000 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC ufs directory: changes are not all written synchronously"; exit 1; }
+rmdir /mnt/d
+umount /mnt
+""", {"fs": "ufs", "statfs": False}),
+    # An O_DIRECT|O_DSYNC write that extends i_size inside the file's
+    # last allocated block, on a disk without a volatile write cache
+    # (QEMU cache=writethrough): when pwrite() returns, the disk must hold
+    # the new size (dsyncsize reads the inode back with O_DIRECT).  Fails
+    # on stock 7.x, whose ext2_iomap_begin() clears IOMAP_F_DIRTY right
+    # after setting it, so iomap writes the data with FUA (or, as here,
+    # to a write-through disk) and skips generic_write_sync() (fixed by
+    # the IOMAP_F_DIRTY patch of the fixes series).
+    "dio-dsync-size": ("64M", 4096, """set -e
+wc=$(cat /sys/block/vda/queue/write_cache)
+[ "$wc" = "write through" ] || { echo "FAIL: vda's write cache is '$wc': the test needs a disk without a volatile write cache (QEMU cache=writethrough)"; exit 1; }
+mount -t ext2 /dev/vda /mnt
+dsyncsize /mnt/f /dev/vda
+rm /mnt/f
+fsreport /mnt
+umount /mnt
+""", {"cache": "writethrough"}),
 }
 
 GuestTest = collections.namedtuple(
-    "GuestTest", "name size blocksize script expect allow mkfs repair need_statfs")
+    "GuestTest", "name size blocksize script expect allow mkfs repair need_statfs cache fs")
+
+# the filesystems a guest test's disk may hold: (host program that makes
+# it, its package)
+FILESYSTEMS = {"ext2": ("mke2fs", "e2fsprogs"), "minix": ("mkfs.minix", "util-linux"),
+               "ufs": ("makefs", "makefs")}
 
 
 def spec(name):
@@ -335,7 +411,8 @@ def spec(name):
     opts = entry[3] if len(entry) > 3 else {}
     return GuestTest(name, entry[0], entry[1], entry[2], list(opts.get("expect", [])),
                      list(opts.get("allow", [])), list(opts.get("mkfs", [])),
-                     bool(opts.get("repair")), opts.get("statfs", True))
+                     bool(opts.get("repair")), opts.get("statfs", True),
+                     opts.get("cache", "unsafe"), opts.get("fs", "ext2"))
 
 
 def test_key(name):
@@ -355,14 +432,49 @@ def test_key(name):
     return h.hexdigest()[:16]
 
 
-def make_image(path, size, blocksize, log=None, mkfs_args=()):
-    which("mke2fs", "e2fsprogs")
+def make_image(path, size, blocksize, log=None, mkfs_args=(), fs="ext2"):
+    which(*FILESYSTEMS[fs])
     ensure_dir(os.path.dirname(path))
     if os.path.exists(path):
         os.unlink(path)
+    if fs == "minix":
+        run(["truncate", "-s", size, path], log=log)
+        run(["mkfs.minix", "-3"] + list(mkfs_args) + [path], log=log)
+        return path
+    if fs == "ufs":
+        # an empty UFS1 image, little-endian, one inode per 16 KiB
+        empty = ensure_dir(path + ".d")
+        run(["makefs", "-t", "ffs", "-B", "le", "-s", size.lower(), "-o",
+             "version=1,density=16384"] + list(mkfs_args) + [path, empty], log=log)
+        os.rmdir(empty)
+        return path
     run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", str(blocksize)] + list(mkfs_args)
         + [path, size], log=log)
     return path
+
+
+def verify_other(image, fs, log=None):
+    """verify_image() for a disk that is not ext2 (minix, ufs)."""
+    if fs == "ufs":
+        return {"e2fsck": ("n/a", "ufs: Debian packages no UFS checker"),
+                "counts": ("n/a", "ufs: no group descriptors")}
+    return verify_minix(image, log=log)
+
+
+def verify_minix(image, log=None):
+    """verify_image() for a minix disk: fsck.minix -f (it only reads
+    without -a or -r) must find nothing; there are no counts to compare."""
+    which("fsck.minix", "util-linux")
+    proc = run(["fsck.minix", "-f", image], check=False)
+    if log:
+        with open(log, "a") as fh:
+            fh.write("$ fsck.minix -f %s\n%s%s" % (image, proc.stdout, proc.stderr))
+    if proc.returncode != 0:
+        lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines() if l.strip()]
+        fsck_cell = ("FAIL", "fsck.minix -f exit %d: %s" % (proc.returncode, "; ".join(lines[:4])))
+    else:
+        fsck_cell = ("pass", "fsck.minix -f clean")
+    return {"e2fsck": fsck_cell, "counts": ("n/a", "minix: no group descriptors")}
 
 
 def results(output):

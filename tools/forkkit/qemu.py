@@ -97,7 +97,11 @@ BOOT_ARGS = {"kasan": KASAN_BOOT_ARGS, "kasan-inline": KASAN_BOOT_ARGS}
 ICOUNT_ARGS = ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off", "-cpu", "max"]
 
 
-def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False):
+def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="unsafe"):
+    """The QEMU command line.  `cache` is the disks' cache mode: "unsafe"
+    (a volatile write cache whose flushes QEMU ignores: fastest) or
+    "writethrough" (a disk without a volatile write cache, as the guest
+    sees it in /sys/block/vdX/queue/write_cache)."""
     cmd = [qemu_binary()]
     if kvm:
         cmd += ["-accel", "kvm", "-cpu", "host"]
@@ -112,7 +116,7 @@ def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False):
     for d in disks:
         if not os.path.isfile(d):
             raise ForkError("disk image %s does not exist" % d)
-        cmd += ["-drive", "file=%s,format=raw,if=virtio,cache=unsafe" % os.path.abspath(d)]
+        cmd += ["-drive", "file=%s,format=raw,if=virtio,cache=%s" % (os.path.abspath(d), cache)]
     return cmd
 
 
@@ -154,7 +158,8 @@ def report_block(log, problem):
 
 
 def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
-              log=None, prog=None, label="boot", extra_files=None, icount=False):
+              log=None, prog=None, label="boot", extra_files=None, icount=False,
+              cache="unsafe"):
     """Boot `kernel` with `script` as the guest command; return a BootResult."""
     prog = prog or Progress("boot")
     qemu_binary()   # before building the initramfs
@@ -163,7 +168,7 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
     initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n",
                                     os.path.join(ensure_dir(wpath("tmp")),
                                                  "initrd-%d.cpio" % os.getpid()))
-    cmd = qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=icount)
+    cmd = qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=icount, cache=cache)
     prog.say("booting %s with %s (timeout %ds, console log: %s)"
              % (os.path.basename(kernel), "KVM" if kvm else ("TCG icount" if icount else "TCG"),
                 timeout, log))

@@ -7,7 +7,10 @@ for a backport) holds:
     ``key: value`` lines naming the distro snapshot the series applies to:
     ``package`` (e.g. linux-source-6.12), ``version`` (the Debian package
     version), ``upstream`` (the kernel.org stable version it corresponds to)
-    and ``sha256`` (of the tarball the package installs).
+    and ``sha256`` (of the tarball the package installs); optionally
+    ``branches``, the name of this series' branches in the kernel tree
+    (``fixes``: topics ``fixes-topic/<ver>/<name>``, head ``fixes/<ver>``) for a
+    series that shares its snapshot with another, such as ``fixes/``.
 ``series``
     the patch files in order, one per line (``#`` starts a comment), quilt
     style; an optional second word names the topic branch
@@ -86,8 +89,15 @@ def topic_name(patch_file):
 class Series:
     def __init__(self, path=None):
         repo = repo_root()
+        if path is not None and not path.strip():
+            raise ForkError("no series directory named (an empty --series): name one such as "
+                            "`patches` or `backports/6.1`")
         self.path = os.path.abspath(os.path.join(repo, path or PRIMARY))
         self.rel = os.path.relpath(self.path, repo)
+        if self.rel == os.pardir or self.rel.startswith(os.pardir + os.sep):
+            raise ForkError("series %s is outside this repository (%s): name a series "
+                            "directory in it, such as `patches` or `backports/6.1`"
+                            % (path, repo))
         base_file = os.path.join(self.path, "base")
         if not os.path.isfile(base_file):
             raise ForkError("no series at %s (missing %s): name a series directory such as "
@@ -147,13 +157,26 @@ class Series:
         return "distro/%s" % self.kver
 
     @property
+    def branch_name(self):
+        """The `branches:` of the base file, or None (the default names)."""
+        name = self.base.get("branches")
+        if name is not None and not re.match(r"^[a-z][a-z0-9-]*$", name):
+            raise ForkError("%s/base: branches %r is not a plain lower-case word (e.g. `fixes`)"
+                            % (self.rel, name))
+        return name
+
+    @property
     def topic_prefix(self):
+        if self.branch_name:
+            return "%s-topic/%s/" % (self.branch_name, self.kver)
         if self.is_primary:
             return "topic/"
         return "backport/%s/" % self.kver
 
     @property
     def head_branch(self):
+        if self.branch_name:
+            return "%s/%s" % (self.branch_name, self.kver)
         return "series/%s" % self.kver
 
     def topic_of(self, patch):
@@ -173,4 +196,22 @@ def all_series():
         for ver in sorted(os.listdir(bdir)):
             if os.path.isfile(os.path.join(bdir, ver, "base")):
                 out.append(Series(os.path.join("backports", ver)))
+    return out
+
+
+FIXES = "fixes"
+
+
+def stored_series():
+    """all_series() and the fixes series: fixes/ and fixes/backports/<ver>/
+    (each with `branches: fixes` in its base file)."""
+    out = all_series()
+    root = repo_root()
+    dirs = [FIXES]
+    bdir = os.path.join(root, FIXES, "backports")
+    if os.path.isdir(bdir):
+        dirs += [os.path.join(FIXES, "backports", v) for v in sorted(os.listdir(bdir))]
+    for rel in dirs:
+        if os.path.isfile(os.path.join(root, rel, "base")):
+            out.append(Series(rel))
     return out
