@@ -306,3 +306,18 @@ def test_setup_installs_what_tools_packages_names(tmp_path):
     assert proc.returncode == 0, proc
     assert (tmp_path / "apt.log").read_text().splitlines()[-1] == \
         "apt-get install -y -q flex cpio"
+
+
+def test_an_empty_or_outside_series_directory_is_refused(kit):
+    kit.laid_out()
+    import shutil
+    shutil.copytree(kit.repo / "patches", kit.tmp / "elsewhere")
+    before = tracked_files(kit)
+    # `--series "$DIR"` with DIR unset used to save the primary series
+    err = one_line_error(kit.fork("save", "--series", ""), "save")
+    assert "no series directory named (an empty --series)" in err
+    # a complete series outside the repository used to be saved there
+    for where in (str(kit.tmp / "elsewhere"), "patches/../../elsewhere"):
+        err = one_line_error(kit.fork("save", "--series", where), "save")
+        assert "series %s is outside this repository" % where in err
+    assert tracked_files(kit) == before
