@@ -321,3 +321,21 @@ def test_an_empty_or_outside_series_directory_is_refused(kit):
         err = one_line_error(kit.fork("save", "--series", where), "save")
         assert "series %s is outside this repository" % where in err
     assert tracked_files(kit) == before
+
+
+def test_export_and_rebase_name_an_empty_patch(kit):
+    kit.laid_out()
+    first = sorted((kit.repo / "patches").glob("*.patch"))[0]
+    first.write_bytes(b"")
+    kit.commit_repo("an empty patch")
+    refs = kit.refs()
+    # export used to call it "differs from" the branch; rebase to replay it
+    err = one_line_error(kit.fork("export", "--dry-run", "--allow-unchecked"), "export")
+    assert "patches/%s is empty" % first.name in err
+    other = kit.tmp / "other.tar.xz"
+    from conftest import KERNEL_FILES, make_tarball
+    make_tarball(other, dict(KERNEL_FILES, README=(0o644, "a newer point release\n")))
+    err = one_line_error(kit.fork("rebase", "--onto", "9.9", "--tarball", other,
+                                  "--debian-version", "9.9.2-1", "--no-check"), "rebase")
+    assert "patches/%s is empty" % first.name in err
+    assert kit.refs() == refs

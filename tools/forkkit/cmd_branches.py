@@ -101,8 +101,7 @@ def apply_patches(base, patches):
 
 
 def patch_id_of_file(patch):
-    with open(patch, "rb") as fh:
-        out = run(["git", "patch-id", "--stable"], input=fh.read(), cwd=ktree()).stdout
+    out = run(["git", "patch-id", "--stable"], input=read_patch(patch), cwd=ktree()).stdout
     return out.decode().split()[0] if out.strip() else None
 
 
