@@ -411,3 +411,21 @@ def test_skipped_suites_from_apt_output():
     # a failure that names no suite is not a suite to skip
     assert debian.skipped_suites(out + "E: Could not open lock file /x - open (13)\n",
                                  suites) is None
+
+
+def test_a_tarball_that_is_no_tarball_is_one_line(kit, tmp_path):
+    kit.imported()
+    refs = kit.refs()
+    bad = tmp_path / "bad.tar.xz"
+    bad.write_bytes(b"not a tarball\r\n")
+    res = kit.fork("import", "--tarball", bad, "--debian-version", "9.9.3-1", "--update")
+    assert res.rc == 1 and "Traceback" not in res.err, res
+    err = res.err.strip().splitlines()[-1]
+    assert err.startswith("fork import: error: %s cannot be extracted (tar: This does not look "
+                          "like a tar archive; log: " % bad), res
+    assert err.endswith("): name a linux-source .tar.xz as Debian ships it; nothing changed")
+    # the checksum and the other-snapshot refusals are one line too
+    res = kit.fork("import", "--tarball", bad, "--debian-version", DEBVER)
+    assert res.rc == 1 and res.err.strip().splitlines()[-1].startswith(
+        "fork import: error: %s has sha256 " % bad), res
+    assert kit.refs() == refs

@@ -31,7 +31,7 @@ import tempfile
 from . import debian
 from . import series as series_mod
 from .common import (ForkError, Lock, Progress, dep14, ensure_dir, git, git_ok, ktree,
-                     new_log, require_clean, run, sha256_file, wpath)
+                     new_log, require_clean, run, sha256_file, tail, wpath)
 
 HELP = "import a Debian linux-source-<ver> tarball as a reproducible commit"
 
@@ -111,6 +111,16 @@ def init_tree(path):
     git(["config", "gc.auto", "0"], cwd=path)
 
 
+def extract(tarball, dest, log):
+    proc = run(["tar", "-x", "-f", tarball, "-C", dest, "--strip-components=1",
+                "--no-same-owner"], log=log, check=False)
+    if proc.returncode != 0:
+        said = [l.strip() for l in tail(log, 10).splitlines() if l.startswith(("tar:", "xz:"))]
+        raise ForkError("%s cannot be extracted (%s; log: %s): name a linux-source .tar.xz "
+                        "as Debian ships it; nothing changed"
+                        % (tarball, said[0] if said else "tar exit %d" % proc.returncode, log))
+
+
 def snapshot_commit(tarball, msg, prog, log):
     """Extract tarball into a temp dir and write it as a parentless commit."""
     tmp = tempfile.mkdtemp(prefix="import-", dir=ensure_dir(wpath("tmp")))
@@ -119,8 +129,7 @@ def snapshot_commit(tarball, msg, prog, log):
     os.mkdir(tree_dir)
     try:
         prog.say("extracting %s (log: %s)" % (tarball, log))
-        run(["tar", "-x", "-f", tarball, "-C", tree_dir, "--strip-components=1",
-             "--no-same-owner"], log=log)
+        extract(tarball, tree_dir, log)
         prog.say("hashing the tree into git")
         env = {"GIT_INDEX_FILE": index, "GIT_WORK_TREE": tree_dir}
         run(["git", "-c", "core.autocrlf=false", "-c", "core.fileMode=true",
@@ -148,8 +157,8 @@ def do_import(version=None, tarball=None, debian_version=None, update=False, out
     sha = sha256_file(tarball)
     if base and base.base["sha256"] != sha and not update:
         raise ForkError(
-            "%s has sha256 %s, but %s/base expects %s (version %s; installed: %s).\n"
-            "Install the version the series was made for (`apt-get install %s=%s`), or move "
+            "%s has sha256 %s, but %s/base expects %s (version %s; installed: %s): "
+            "install the version the series was made for (`apt-get install %s=%s`), or move "
             "the series to this snapshot with `tools/fork rebase --onto %s`."
             % (tarball, sha, base.rel, base.base["sha256"], base.base["version"], pkg_version,
                package, base.base["version"], kver))
@@ -172,8 +181,8 @@ def record(kver, package, pkg_version, tarball, sha, update, prog, log, out):
             out(have)
             return have
         if not update:
-            raise ForkError("%s already holds another snapshot (%s, sha256 %s); nothing changed.\n"
-                            "Use `tools/fork rebase --onto %s` to move the series, or "
+            raise ForkError("%s already holds another snapshot (%s, sha256 %s); nothing changed: "
+                            "use `tools/fork rebase --onto %s` to move the series, or "
                             "`tools/fork import %s --update` to move only the branch "
                             "(the old snapshot keeps its debian/ tag)."
                             % (branch, have[:12], recorded_sha(have), kver, kver))
