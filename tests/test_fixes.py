@@ -1,90 +1,140 @@
-"""fixes/: the standalone upstream fixes are well-formed mails and apply
-where fixes/README.md says they do."""
+"""fixes/: the upstream fixes are a series of their own (fixes/ on the
+primary series' snapshot, fixes/backports/<ver>/), each patch a mail for
+stable with a guest test that fails on the stock kernel and passes with
+the fix."""
 
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-FIXES = sorted((REPO / "fixes").glob("*.patch"))
-README = (REPO / "fixes" / "README.md").read_text()
+sys.path.insert(0, str(REPO / "tools"))
+
+from forkkit import guesttests, series as series_mod  # noqa: E402
+
+FIXES = REPO / "fixes"
+README = (FIXES / "README.md").read_text()
+INTEGRATION = os.environ.get("FORK_INTEGRATION") == "1"
 
 
-def readme_applies():
-    """{"0001": ([revs it applies to], [revs it must not])} from the README's
-    "Applies to:" and "Not to" lines of each fix's section."""
-    out = {}
-    for sec in re.split(r"^## ", README, flags=re.M)[1:]:
-        num = re.match(r"(\d{4}):", sec)
-        good = re.search(r"^Applies to: (.+?)\.$", sec, re.M | re.S)
-        bad = re.search(r"^Not to (\S+),", sec, re.M)
-        if num and good:
-            out[num.group(1)] = (re.findall(r"`([^`]+)`", good.group(1)),
-                                 ["distro/" + bad.group(1)] if bad else [])
+def fix_dirs():
+    out = ["fixes"]
+    bdir = FIXES / "backports"
+    if bdir.is_dir():
+        out += ["fixes/backports/" + v for v in sorted(os.listdir(bdir))]
     return out
 
 
-APPLIES = readme_applies()
+def readme_rows():
+    """{"0001": (subsystem words, guest test)} from the README's table."""
+    rows = {}
+    for line in README.splitlines():
+        m = re.match(r"^\| `(\d{4})` \|.*\| `([a-z0-9-]+)`[^|]*\| [^|]+\|$", line)
+        if m:
+            rows[m.group(1)] = m.group(2)
+    return rows
 
 
-def test_there_are_fixes():
-    assert FIXES, "fixes/ holds no patch"
-    assert {p.name[:4] for p in FIXES} == set(APPLIES)
+def test_fixes_are_series_on_the_primary_snapshot():
+    primary = series_mod.Series()
+    for rel in fix_dirs():
+        s = series_mod.Series(rel)
+        assert s.patches, "%s/series lists no patch" % rel
+        assert s.head_branch == "fixes/%s" % s.kver
+        assert all(b.startswith("fixes-topic/%s/" % s.kver) for _, b in s.topics())
+    fixes = series_mod.Series("fixes")
+    for key in ("package", "version", "sha256"):
+        assert fixes.base[key] == primary.base[key], key
+    assert {s.rel for s in series_mod.stored_series()} >= set(fix_dirs())
 
 
-@pytest.mark.parametrize("patch", FIXES, ids=lambda p: p.name[:4])
-def test_fix_is_a_mail_for_stable(patch):
-    text = patch.read_text()
+PATCHES = [(rel, p) for rel in fix_dirs() for p in series_mod.Series(rel).patches]
+
+
+@pytest.mark.parametrize("rel,patch", PATCHES,
+                         ids=["%s:%s" % (r, os.path.basename(p)[:4]) for r, p in PATCHES])
+def test_fix_is_a_mail_for_stable(rel, patch):
+    text = Path(patch).read_text()
     head, _, body = text.partition("\n\n")
-    assert re.search(r"^Subject: \[PATCH\] ext2: ", head, re.M), head
+    m = re.search(r"^Subject: \[PATCH\] (ext2|minix|ufs): ", head, re.M)
+    assert m, head
+    subsys = m.group(1)
     fixes = re.findall(r'^Fixes: ([0-9a-f]{12,40}) \("(.+)"\)$', body, re.M)
-    assert len(fixes) == 1, "one Fixes: line, 12+ hex digits and the quoted subject"
-    sha, subject = fixes[0]
-    # the log cites the same commit, as checkpatch wants it cited
-    assert re.search(r'[Cc]ommit %s \("%s"\)' % (sha[:12], re.escape(" ".join(subject.split()))),
-                     " ".join(body.split()))
-    assert re.search(r"^Cc: stable@vger\.kernel\.org( # \S+)?$", body, re.M)
+    stable = re.findall(r"^Cc: stable@vger\.kernel\.org # \d+\.\d+\+$", body, re.M)
+    if not fixes:
+        # a fix not worth a backport says so, and asks no stable tree
+        assert not stable and "No stable backport is asked" in body, body
+    else:
+        assert len(fixes) == 1, "one Fixes: line, 12+ hex digits and the quoted subject"
+        sha, subject = fixes[0]
+        # the log cites the same commit as checkpatch wants it cited
+        assert re.search(r'[Cc]ommit %s \("%s"\)' % (sha[:12],
+                                                      re.escape(" ".join(subject.split()))),
+                         " ".join(body.split()))
+        assert len(stable) == 1
     assert re.search(r"^Signed-off-by: .+ <.+>$", body, re.M)
-    assert "\n---\n" in body and "diff --git a/fs/ext2/" in body
+    touched = re.findall(r"^diff --git a/(\S+)", body, re.M)
+    assert touched and all(f.startswith("fs/%s/" % subsys) for f in touched), touched
+    assert "@TABLE@" not in body and "@TBD@" not in body
 
 
-def _ktree():
-    import sys
-    sys.path.insert(0, str(REPO / "tools"))
-    from forkkit.common import ktree
-    return ktree()
+def test_readme_names_a_guest_test_for_every_fix():
+    rows = readme_rows()
+    primary = series_mod.Series("fixes")
+    assert sorted(rows) == sorted(os.path.basename(p)[:4] for p in primary.patches)
+    for num, test in rows.items():
+        assert test in guesttests.TESTS, (num, test)
+    # the non-ext2 tests make and check their own kind of disk
+    assert guesttests.spec("minix-dirsync").fs == "minix"
+    assert guesttests.spec("ufs-dirsync").fs == "ufs"
+    assert guesttests.spec("dio-dsync-size").cache == "writethrough"
 
 
-def _apply_check(tree, rev, patch, tmp_path):
-    """git apply --check of `patch` on `rev`'s tree (a scratch index; the
-    user's checkout is not touched)."""
-    index = {"GIT_INDEX_FILE": str(tmp_path / ("index-" + rev.replace("/", "-")))}
-    env = dict(os.environ, **index)
-    subprocess.run(["git", "read-tree", rev], cwd=tree, env=env, check=True,
-                   capture_output=True)
-    return subprocess.run(["git", "apply", "--check", "--cached", str(patch)], cwd=tree,
-                          env=env, capture_output=True, text=True)
+def test_backports_carry_fixes_of_the_primary():
+    subjects = {series_mod.patch_subject(p) for p in series_mod.Series("fixes").patches}
+    for rel in fix_dirs()[1:]:
+        for p in series_mod.Series(rel).patches:
+            assert series_mod.patch_subject(p) in subjects, (rel, p)
 
 
-@pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
-                    reason="needs the imported kernel tree: FORK_INTEGRATION=1")
-@pytest.mark.parametrize("patch", FIXES, ids=lambda p: p.name[:4])
-def test_fix_applies_where_the_readme_says(patch, tmp_path):
-    tree = _ktree()
-    good, bad = APPLIES[patch.name[:4]]
-    have = lambda rev: subprocess.run(["git", "rev-parse", "--verify", "-q", rev + "^{commit}"],
-                                      cwd=tree, capture_output=True).returncode == 0
-    checked = 0
-    for rev in good:
-        if have(rev):
-            proc = _apply_check(tree, rev, patch, tmp_path)
-            assert proc.returncode == 0, (rev, proc.stderr)
-            checked += 1
-    for rev in bad:
-        if have(rev):
-            assert _apply_check(tree, rev, patch, tmp_path).returncode != 0, rev
-    if not checked:
-        pytest.skip("none of %s imported" % ", ".join(good))
+# -- in QEMU: each fix's guest test fails on its parent, passes on it ----------
+
+def fork(*args):
+    return subprocess.run(["/usr/bin/python3", str(REPO / "tools" / "fork")] + list(args),
+                          cwd=REPO, capture_output=True, text=True)
+
+
+def fix_tests():
+    """[(patch number, guest test, subsystem)] of the primary fixes series."""
+    rows = readme_rows()
+    out = []
+    for p in series_mod.Series("fixes").patches:
+        num = os.path.basename(p)[:4]
+        out.append((num, rows[num]))
+    return out
+
+
+@pytest.mark.skipif(not INTEGRATION, reason="builds and boots 7.3: FORK_INTEGRATION=1")
+@pytest.mark.parametrize("num,test", fix_tests(), ids=[n for n, _ in fix_tests()])
+def test_fix_test_fails_on_stock_and_passes_with_the_fix(num, test, tmp_path):
+    """The guest test of fix NUM fails on the commit before it (the stock
+    snapshot plus the other fixes, which touch other code) and passes on
+    the fix's own commit."""
+    proc = fork("branches", "--series", "fixes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    s = series_mod.Series("fixes")
+    topic = dict((os.path.basename(p)[:4], b) for p, b in s.topics())[num]
+    out = tmp_path / "check.json"
+    proc = fork("check", "--series", "fixes", topic, "--test", test, "--json", str(out))
+    import json
+    rows = json.loads(out.read_text()) if out.exists() else []
+    assert [r["cells"]["test"] for r in rows] == ["pass"], proc.stdout + proc.stderr
+    proc = fork("check", "--series", "fixes", topic + "~", "--test", test, "--json", str(out))
+    rows = json.loads(out.read_text())
+    assert proc.returncode == 1
+    assert rows[0]["cells"]["build"] == "pass" and rows[0]["cells"]["boot"] == "pass"
+    assert rows[0]["cells"]["test"] == "FAIL", rows[0]

@@ -376,6 +376,25 @@ changes "mounted -o dirsync"
 rmdir /mnt/d
 umount /mnt
 """, {"fs": "ufs", "statfs": False}),
+    # statfs's f_blocks leaves out the metadata overhead except under
+    # -o minixdf: bsddf, minixdf, then bsddf again by remount must give
+    # the first figure again.  Fails on stock ext2, whose cached overhead
+    # keeps the minixdf figure after minixdf is turned off (fixed by the
+    # minixdf patch of the fixes series).
+    "minixdf-overhead": ("64M", 1024, """set -e
+blocks() { fsreport /mnt | sed -n 's/.* blocks=\\([0-9]*\\).*/\\1/p'; }
+mount -t ext2 /dev/vda /mnt
+a=$(blocks)
+mount -o remount,minixdf /mnt
+b=$(blocks)
+mount -o remount,bsddf /mnt
+c=$(blocks)
+echo "minixdf-overhead: f_blocks bsddf $a, minixdf $b, bsddf again $c"
+[ "$a" -lt "$b" ] || { echo "FAIL: f_blocks $a under bsddf is not below $b under minixdf"; exit 1; }
+[ "$c" = "$a" ] || { echo "FAIL: f_blocks is $c after the remount back to bsddf, not $a: the overhead was not recomputed"; exit 1; }
+fsreport /mnt
+umount /mnt
+"""),
     # An O_DIRECT|O_DSYNC write that extends i_size inside the file's
     # last allocated block, on a disk without a volatile write cache
     # (QEMU cache=writethrough): when pwrite() returns, the disk must hold
