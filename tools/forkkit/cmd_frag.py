@@ -20,6 +20,7 @@ from .kbuild import build
 from .qemu import failure_message, run_guest
 from .common import ForkError, Progress, check_output_path, run
 from . import guesttests
+from .cmd_bench import default_revs
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
 
@@ -37,8 +38,9 @@ umount /mnt
 
 
 def add_arguments(p):
-    p.add_argument("revs", nargs="*", default=["distro/6.12", "series/6.12"],
-                   help="revisions to compare (default: distro/6.12 series/6.12)")
+    p.add_argument("revs", nargs="*", metavar="REV",
+                   help="revisions to compare (default: distro/<ver> and series/<ver> of "
+                        "the primary series, patches/)")
     p.add_argument("--json", help="write the per-file figures here")
 
 
@@ -84,7 +86,7 @@ def main(args):
         check_output_path(args.json, "--json")
     prog = Progress("frag")
     results = {}
-    for rev in args.revs:
+    for rev in args.revs or default_revs(None, None):
         res = build(rev, prog=prog)
         img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
                                     "256M", 1024)
