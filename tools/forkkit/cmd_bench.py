@@ -82,20 +82,20 @@ def add_arguments(p):
     p.add_argument("b", nargs="?", metavar="B",
                    help="revision under test (default: series/<ver>)")
     p.add_argument("--reps", type=int, default=3,
-                   help="repetitions: boots of each kernel, interleaved A B A B (default 3; "
+                   help="repetitions: boots of each kernel, interleaved A B A B (default %(default)s; "
                         "0 with --lockstat for lock statistics only)")
     p.add_argument("--control", action="store_true",
                    help="also boot A's image as a third kernel C in every repetition: the "
                         "A/A control (C/A with its interval)")
     p.add_argument("--runs", type=int, default=1, metavar="K",
-                   help="runs of every point per boot, back to back (default 1)")
+                   help="runs of every point per boot, back to back (default %(default)s)")
     p.add_argument("--warmup", type=int, default=0, metavar="W",
-                   help="of those runs, the first W are discarded (default 0)")
+                   help="of those runs, the first W are discarded (default %(default)s)")
     p.add_argument("--mode", choices=("wall", "icount"), default="wall",
-                   help="wall: multi-threaded TCG, real time (default); icount: "
-                        "deterministic instruction-counted time, one TCG thread")
+                   help="wall: multi-threaded TCG, real time; icount: deterministic "
+                        "instruction-counted time, one TCG thread (default: %(default)s)")
     p.add_argument("--smp", type=int, default=SMP, metavar="N",
-                   help="vCPUs of every guest (default %d)" % SMP)
+                   help="vCPUs of every guest (default %(default)s)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (a few hundred ms per point): for tests and smoke runs")
     p.add_argument("--lockstat", action="store_true",
@@ -110,7 +110,7 @@ def add_arguments(p):
     p.add_argument("--rebuild", action="store_true",
                    help="rebuild the kernels even if work/kernels holds them")
     p.add_argument("--timeout", type=int, default=0,
-                   help="guest timeout per boot in seconds (default: from the sizes)")
+                   help="guest timeout per boot in seconds (default %(default)s: from the sizes)")
 
 
 # ---------------------------------------------------------------------------

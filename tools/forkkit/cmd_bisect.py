@@ -1,6 +1,6 @@
 """bisect: find the first commit that fails the guest ext2 test.
 
-    tools/fork bisect GOOD BAD [--test smoke|stress|seed] [--config base] [--no-verify]
+    tools/fork bisect GOOD BAD [--test TEST] [--config FLAVOUR] [--no-verify]
 
 ``git bisect start --no-checkout BAD GOOD`` and ``git bisect run`` in a
 private worktree, ``work/bisect`` (the user's checkout and its bisect state
@@ -16,9 +16,9 @@ this tool (``tools/fork bisect --step``), which, for the commit under test:
   anything that stops it from testing at all (QEMU missing, ...) ends the
         bisect (exit 128) instead of giving a wrong answer.
 
-Guest tests: those of ``check`` (smoke, stress) and ``seed``: a short
-seedload run (three tasks, two sharing a directory), fsreport, then the
-e2fsck and counter cross-check.
+Guest tests: those of ``check`` (``--test`` below lists them); ``seed``,
+bisect's quick one, is a short seedload run (three tasks, two sharing a
+directory), fsreport, then the e2fsck and counter cross-check.
 
 First BAD is tested (it must fail) and GOOD (it must pass), as ktest's
 BISECT_CHECK does; end points that do not behave as claimed stop it before
@@ -57,10 +57,11 @@ def add_arguments(p):
     p.add_argument("good", nargs="?", metavar="GOOD", help="a commit that passes the test")
     p.add_argument("bad", nargs="?", metavar="BAD", help="a later commit that fails it")
     p.add_argument("--test", default="smoke",
-                   help="guest test: %s (default: smoke)" % ", ".join(sorted(tests())))
+                   help="guest test: %s (default: %%(default)s)" % ", ".join(sorted(tests())))
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
-                   help="config flavour (default: base)")
-    p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
+                   help="config flavour (default: %(default)s)")
+    p.add_argument("--timeout", type=int, default=900,
+                   help="guest timeout in seconds (default: %(default)s)")
     p.add_argument("--verify", dest="verify", action="store_true", default=True,
                    help="first check that BAD fails and GOOD passes (the default)")
     p.add_argument("--no-verify", dest="verify", action="store_false",

@@ -27,15 +27,15 @@ HELP = "boot a revision in QEMU (TCG) and run a command in the guest"
 def add_arguments(p):
     p.add_argument("rev", nargs="?", help="revision to build and boot (default: series head)")
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
-                   help="config flavour (default: base)")
+                   help="config flavour (default: %(default)s)")
     p.add_argument("--kernel", help="boot this bzImage instead of building a revision "
                                     "(--config still chooses the boot arguments)")
     p.add_argument("--disk", action="append", default=[],
                    help="raw disk image to attach (repeatable; /dev/vda, /dev/vdb, ...)")
     p.add_argument("--timeout", type=int, default=600,
-                   help="hard timeout in seconds (default 600)")
-    p.add_argument("--smp", type=int, default=2, help="vCPUs (default 2)")
-    p.add_argument("--mem", default="2048", help="guest memory in MiB (default 2048)")
+                   help="hard timeout in seconds (default %(default)s)")
+    p.add_argument("--smp", type=int, default=2, help="vCPUs (default %(default)s)")
+    p.add_argument("--mem", default="2048", help="guest memory in MiB (default %(default)s)")
     p.add_argument("--kvm", action="store_true",
                    help="use KVM instead of TCG (opt-in: nested KVM is unreliable here)")
     p.add_argument("--append", default="",

@@ -33,7 +33,7 @@ STORED = "refs/fork/stored/"
 
 def add_arguments(p):
     p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series directory (default: patches; e.g. backports/6.1)")
+                   help="series directory (default: %(default)s; e.g. backports/6.1)")
 
 
 def mailinfo(patch):

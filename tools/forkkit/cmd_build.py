@@ -6,9 +6,10 @@ between neighbouring commits rebuilds only what changed.  Objects go to
 ``work/build/<major.minor>-<flavour>`` (``O=``), compiled through ccache.
 
 The config is ``make allnoconfig`` with the fragments of ``ci/kconfig/``
-forced on (``base.config``, plus ``debug.config`` or ``lockstat.config`` for
-those flavours); afterwards every option a fragment asks for is asserted,
-naming the option that did not stick.
+forced on: ``base.config`` plus the flavour's own (``debug.config`` for
+``--config debug``, ...; the flavours are the choices of ``--config``
+below, the fragments of each in kbuild.FLAVOURS); afterwards every option
+a fragment asks for is asserted, naming the option that did not stick.
 
 As ktest's PATCHCHECK does, the files a commit touches are recompiled with
 ``W=1`` (and sparse, ``C=1``, when installed and the kernel accepts it; the
@@ -28,10 +29,11 @@ HELP = "build a revision (default: series head) out of tree with ccache"
 def add_arguments(p):
     p.add_argument("rev", nargs="?", help="revision (default: series/<ver> of the primary series)")
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
-                   help="config flavour (default: base)")
+                   help="config flavour (default: %(default)s)")
     p.add_argument("--no-patchcheck", action="store_true",
                    help="skip the W=1/sparse recompile of the files the commit touches")
-    p.add_argument("-j", "--jobs", type=int, default=0, help="make -j (default: CPUs)")
+    p.add_argument("-j", "--jobs", type=int, default=0,
+                   help="make -j (default %(default)s: one job per CPU)")
 
 
 def main(args):

@@ -78,14 +78,16 @@ CELLS = kernel.CELLS
 def add_arguments(p):
     p.add_argument("range", nargs="?",
                    help="commit range A..B or one revision (default: the whole series on its base)")
-    p.add_argument("--series", default=PRIMARY, help="series directory (default: patches)")
+    p.add_argument("--series", default=PRIMARY,
+                   help="series directory (default: %(default)s)")
     p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
-                   help="config flavour (default: base)")
-    p.add_argument("--test", default="smoke", help="guest test: %s" % ", ".join(guesttests.TESTS))
+                   help="config flavour (default: %(default)s)")
+    p.add_argument("--test", default="smoke", help="guest test: %s (default: %%(default)s)" % ", ".join(guesttests.TESTS))
     p.add_argument("--force", action="store_true",
                    help="run again whatever is on record (the run is added to the record; "
                         "an earlier failure stays)")
-    p.add_argument("--timeout", type=int, default=900, help="guest timeout in seconds")
+    p.add_argument("--timeout", type=int, default=900,
+                   help="guest timeout in seconds (default: %(default)s)")
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the table as markdown (with what produced it) to this file")

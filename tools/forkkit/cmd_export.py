@@ -81,7 +81,7 @@ def add_arguments(p):
     p.add_argument("-v", "--reroll-count", dest="version", type=int, metavar="N",
                    help="version to export (default: one after the highest in mailing/versions/)")
     p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series directory (default: patches)")
+                   help="series directory (default: %(default)s)")
     p.add_argument("--to", action="append", default=[], metavar="ADDR",
                    help="another To: recipient (repeatable)")
     p.add_argument("--cc", action="append", default=[], metavar="ADDR",
@@ -93,11 +93,11 @@ def add_arguments(p):
                         "(the cover letter says so)")
     p.add_argument("--outdir", help="write the mails here (default: work/export/v<N>)")
     p.add_argument("--subject-prefix", default="PATCH",
-                   help="subject prefix (default: PATCH; e.g. \"RFC PATCH\")")
+                   help="subject prefix (default: %(default)s; e.g. \"RFC PATCH\")")
     p.add_argument("--config", default="base",
-                   help="config flavour whose check results count (default: base)")
+                   help="config flavour whose check results count (default: %(default)s)")
     p.add_argument("--test", default="smoke",
-                   help="guest test whose check results count (default: smoke)")
+                   help="guest test whose check results count (default: %(default)s)")
     p.add_argument("--keep-author", action="store_true",
                    help="keep each commit's author (an in-body From: line) instead of making "
                         "the sender the author")

@@ -83,12 +83,13 @@ def add_arguments(p):
                         "such as generic/001")
     p.set_defaults(intermixed="args")
     p.add_argument("--series", default=PRIMARY,
-                   help="series directory for the default revisions (default: patches)")
+                   help="series directory for the default revisions (default: %(default)s)")
     p.add_argument("--group", help="run every generic/ and ext4/ test of this fstests group "
                                    "(default when no test is named: quick)")
     p.add_argument("--time-limit", type=int, default=0, metavar="S",
                    help="stop after S seconds of testing (both kernels; builds not counted); "
-                        "rerun the same command to continue")
+                        "rerun the same command to continue; 0: no limit (default: "
+                        "%(default)s)")
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",

@@ -108,7 +108,7 @@ def add_arguments(p):
                       help="stop and restore branches, tags, kernel tree HEAD and series files")
     mode.add_argument("--status", action="store_true", help="show the rebase in progress")
     p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series to move (default: patches; e.g. backports/6.1)")
+                   help="series to move (default: %(default)s; e.g. backports/6.1)")
     p.add_argument("--into", metavar="DIR",
                    help="write the result into this series directory (e.g. backports/6.1) "
                         "instead of updating --series in place")
@@ -121,9 +121,11 @@ def add_arguments(p):
     p.add_argument("--check", action=argparse.BooleanOptionalAction,
                    default=None, help="run `check` on the new series afterwards (default: yes)")
     p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
-                   help="config flavour for the check (default: base)")
-    p.add_argument("--test", default="smoke", help="guest test for the check (default: smoke)")
-    p.add_argument("--timeout", type=int, default=900, help="guest timeout for the check")
+                   help="config flavour for the check (default: %(default)s)")
+    p.add_argument("--test", default="smoke",
+                   help="guest test for the check, as check's --test (default: %(default)s)")
+    p.add_argument("--timeout", type=int, default=900,
+                   help="guest timeout for the check in seconds (default: %(default)s)")
 
 
 # ---------------------------------------------------------------- state

@@ -31,7 +31,7 @@ HELP = "store the series branch's commits as the repo's patch files"
 
 def add_arguments(p):
     p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series directory (default: patches; e.g. backports/6.1)")
+                   help="series directory (default: %(default)s; e.g. backports/6.1)")
     p.add_argument("--from", dest="rev", help="revision to save (default: series/<ver>)")
     p.add_argument("--overwrite", action="store_true",
                    help="write the branch over stored files (series file, patches) that changed "

@@ -43,8 +43,9 @@ def add_arguments(p):
     p.add_argument("--refresh", action="store_true",
                    help="re-read the archive's indexes now (else at most daily)")
     p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
-                   help="config flavour for the check")
-    p.add_argument("--test", default="smoke", help="guest test for the check")
+                   help="config flavour for the check (default: %(default)s)")
+    p.add_argument("--test", default="smoke",
+                   help="guest test for the check, as check's --test (default: %(default)s)")
 
 
 def newer(a, b):
