@@ -286,7 +286,8 @@ def test_the_tests_stop_at_once_without_tools_setup(tmp_path):
     assert proc.stdout.strip() == "", proc.stdout
     assert proc.stderr.strip() == (
         "ERROR: Debian packages the tests need are not installed: flex cpio "
-        "qemu-system-x86: run tools/setup first (it installs the packages of tools/packages)"), proc.stderr
+        "qemu-system-x86: run tools/setup first (it installs the packages of "
+        "tools/packages)"), proc.stderr
 
 
 def test_setup_installs_what_tools_packages_names(tmp_path):
