@@ -200,17 +200,25 @@ def all_series():
 
 
 FIXES = "fixes"
+# the next version of the primary series while it is being reworked, and
+# patches of it that go to other maintainers (next/percpu/)
+NEXT = "next"
 
 
 def stored_series():
-    """all_series() and the fixes series: fixes/ and fixes/backports/<ver>/
-    (each with `branches: fixes` in its base file)."""
+    """all_series(), the fixes series (fixes/, fixes/backports/<ver>/) and
+    the next version (next/, next/<part>/): each of these with its own
+    `branches:` name in its base file."""
     out = all_series()
     root = repo_root()
     dirs = [FIXES]
     bdir = os.path.join(root, FIXES, "backports")
     if os.path.isdir(bdir):
         dirs += [os.path.join(FIXES, "backports", v) for v in sorted(os.listdir(bdir))]
+    ndir = os.path.join(root, NEXT)
+    if os.path.isdir(ndir):
+        dirs += [NEXT] + [os.path.join(NEXT, d) for d in sorted(os.listdir(ndir))
+                          if os.path.isdir(os.path.join(ndir, d))]
     for rel in dirs:
         if os.path.isfile(os.path.join(root, rel, "base")):
             out.append(Series(rel))
