@@ -605,6 +605,19 @@ def test_refuses_checkpatch_failure(ek):
     assert_nothing_written(ek, 1)
 
 
+def test_refuses_a_placeholder_left_in_a_log(ek):
+    marked = list(SERIES)
+    marked[1] = SERIES[1][:4] + ("Measured: @TBD@\n\n" + SOB,)
+    ids = ek.push_series(marked)
+    ek.fake_checks(ids)
+    for argv in (["export"], ["export", "--dry-run"]):
+        res = ek.fork(*argv)
+        assert res.rc == 1, res
+        assert "still holds the placeholder @TBD@" in res.err and "0002-" in res.err
+        assert len(res.err.strip().splitlines()) == 1 and "Traceback" not in res.err
+        assert_nothing_written(ek, 1)
+
+
 def test_refuses_series_branch_not_saved(ek):
     head = ek.rev("series/9.9")
     extra = ek.git("commit-tree", head + "^{tree}", "-p", head, "-m", "wip", env=AUTHOR)

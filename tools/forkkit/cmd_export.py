@@ -248,6 +248,12 @@ def series_commits(series):
                         % (series.head_branch, len(commits), series.distro_branch,
                            series.rel, len(series.patches), how))
     for k, (commit, patch) in enumerate(zip(commits, series.patches), 1):
+        with open(patch, encoding="utf-8", errors="replace") as fh:
+            marks = sorted(set(re.findall(r"@[A-Z]+@", fh.read())))
+        if marks:
+            raise ForkError("%s still holds the placeholder %s: write the figure or text it "
+                            "stands for (edit the commit, `tools/fork save`); nothing was "
+                            "exported" % (rel(patch), ", ".join(marks)))
         same = patch_id_of_commit(commit) == patch_id_of_file(patch) and \
             _norm_msg(mailinfo(patch)[3]) == _norm_msg(git(["log", "-1", "--format=%B", commit]))
         if not same:
