@@ -119,3 +119,19 @@ def test_fs_option_of_the_guest_tests():
     assert guesttests.spec("smoke").fs == "ext2" and guesttests.spec("smoke").cache == "unsafe"
     for name in guesttests.TESTS:
         assert guesttests.spec(name).fs in guesttests.FILESYSTEMS, name
+
+
+def test_kit_key_covers_subpackages(tmp_path):
+    """A verdict names the kit's code: a module moved into a subpackage,
+    or changed there, gives another key."""
+    from forkkit import kernel
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "a.py").write_text("A = 1\n")
+    (pkg / "sub" / "b.py").write_text("B = 1\n")
+    k1 = kernel._code_hash(str(pkg))
+    (pkg / "sub" / "b.py").write_text("B = 2\n")
+    k2 = kernel._code_hash(str(pkg))
+    assert k1 != k2
+    (pkg / "sub" / "b.py").rename(pkg / "b.py")
+    assert kernel._code_hash(str(pkg)) not in (k1, k2)

@@ -49,13 +49,18 @@ ACTIVE = {
 }
 
 
-def _code_hash():
-    here = os.path.dirname(os.path.abspath(__file__))
+def _code_hash(here=None):
+    """A hash of every .py file of the kit's package, subpackages included
+    (named by their path inside the package)."""
+    here = here or os.path.dirname(os.path.abspath(__file__))
     h = hashlib.sha256()
-    for name in sorted(os.listdir(here)):
-        if name.endswith(".py"):
-            with open(os.path.join(here, name), "rb") as fh:
-                h.update(name.encode() + b"\0" + fh.read())
+    for dirpath, dirnames, files in os.walk(here):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                with open(path, "rb") as fh:
+                    h.update(os.path.relpath(path, here).encode() + b"\0" + fh.read())
     return h.hexdigest()[:12]
 
 
