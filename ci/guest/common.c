@@ -354,3 +354,19 @@ char **dir_args(int argc, char **argv, int max, int *ntasks)
 		usage_error("at most %d DIR arguments", max);
 	return argv + optind;
 }
+
+uint32_t get32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+uint16_t get16(const unsigned char *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}

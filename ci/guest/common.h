@@ -62,6 +62,12 @@ int pwrite_full(int fd, const void *buf, size_t len, off_t off, size_t *done);
  */
 ssize_t pread_full(int fd, void *buf, size_t len, off_t off);
 
+/* Little-endian on-disk fields (little-endian hosts only), read from an
+ * unaligned buffer.
+ */
+uint32_t get32(const unsigned char *p);
+uint16_t get16(const unsigned char *p);
+
 /* splitmix64-based generator and mixing function. */
 uint64_t mix64(uint64_t x);
 uint64_t rng_next(uint64_t *state);

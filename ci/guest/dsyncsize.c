@@ -41,22 +41,6 @@ static void print_usage(FILE *out)
 		"  new size.  Prints the disk writes completed by the write.\n");
 }
 
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
 /* Writes completed, the 5th field of /sys/block/<name>/stat. */
 static unsigned long long disk_writes(const char *statpath)
 {

@@ -28,22 +28,6 @@ static unsigned char sbuf[1024];
 static uint32_t inodes_count, blocks_count, first_data_block, block_size;
 static uint32_t blocks_per_group, inodes_per_group, inode_size, groups;
 
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
 static void put32(unsigned char *p, uint32_t v)
 {
 	memcpy(p, &v, 4);

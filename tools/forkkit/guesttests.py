@@ -21,6 +21,38 @@ done
 echo N > $d/fail_page_alloc/ignore-gfp-highmem
 echo 0 > $d/fail_page_alloc/min-order"""
 
+def dirsync_script(name, mount, sep, at_least, report=""):
+    """The guest script of a DIRSYNC test: 1000 creates and unlinks
+    (createbench) in a directory that is not DIRSYNC must leave the disk
+    fewer than 100 writes (periodic writeback, not one write per change);
+    mounted again with `dirsync` (`sep` joins it to the options in
+    `mount`: "," when `mount` has -o already), at least `at_least`: every
+    change written before the call returns.  `report` runs before the last
+    umount (fsreport for ext2's counts)."""
+    opts = "%s%sdirsync" % (mount, sep) if sep else "%s -o dirsync" % mount
+    return """set -e
+writes() { awk '{ print $5 }' /sys/block/vda/stat; }
+changes() {
+	sync
+	w0=$(writes)
+	createbench -n 100 -m 5 /mnt/d
+	n=$(( $(writes) - w0 ))
+	echo "%(name)s: $1: $n disk writes for 1000 directory changes"
+}
+mount %(mount)s /dev/vda /mnt
+mkdir /mnt/d
+changes "not DIRSYNC"
+[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
+umount /mnt
+mount %(opts)s /dev/vda /mnt
+changes "mounted -o dirsync"
+[ "$n" -ge %(at_least)d ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC directory: changes are not all written synchronously"; exit 1; }
+rmdir /mnt/d
+%(report)s
+umount /mnt
+""" % {"name": name, "mount": mount, "opts": opts, "at_least": at_least, "report": report}
+
+
 # name -> (image size, mke2fs block size, guest script[, options]). The
 # scripts use the static programs of ci/guest (in the guest's /bin) and
 # busybox.  options: "expect": [regex, ...]: kernel reports the test
@@ -307,75 +339,20 @@ umount /mnt
     # chattr +D (busybox-static has no chattr) and rename.  Fails on stock 6.2 .. 7.3, whose
     # ext2_handle_dirsync() writes every change (fixed by fixes/0001,
     # a patch of its own, not part of the series).
-    "dirsync": ("128M", 4096, """set -e
-writes() { awk '{ print $5 }' /sys/block/vda/stat; }
-changes() {
-	sync
-	w0=$(writes)
-	createbench -n 100 -m 5 /mnt/d
-	n=$(( $(writes) - w0 ))
-	echo "dirsync: $1: $n disk writes for 1000 directory changes"
-}
-mount -t ext2 /dev/vda /mnt
-mkdir /mnt/d
-changes "not DIRSYNC"
-[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
-umount /mnt
-mount -t ext2 -o dirsync /dev/vda /mnt
-changes "mounted -o dirsync"
-[ "$n" -ge 1900 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC directory (2 each expected: block and inode): changes are not all written synchronously"; exit 1; }
-rmdir /mnt/d
-fsreport /mnt
-umount /mnt
-"""),
+    "dirsync": ("128M", 4096, dirsync_script("dirsync", "-t ext2", "", 1900, "fsreport /mnt")),
     # The same on minix (mkfs.minix -3 on the host, fsck.minix -f after):
-    # minix_handle_dirsync() took the same conversion as ext2's in 6.2
-    # and writes every change too.  Fails on stock 6.2 .. 7.3 (fixed by
-    # the minix patch of the fixes series).
-    "minix-dirsync": ("64M", 1024, """set -e
-writes() { awk '{ print $5 }' /sys/block/vda/stat; }
-changes() {
-	sync
-	w0=$(writes)
-	createbench -n 100 -m 5 /mnt/d
-	n=$(( $(writes) - w0 ))
-	echo "minix-dirsync: $1: $n disk writes for 1000 directory changes"
-}
-mount -t minix /dev/vda /mnt
-mkdir /mnt/d
-changes "not DIRSYNC"
-[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a minix directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
-umount /mnt
-mount -t minix -o dirsync /dev/vda /mnt
-changes "mounted -o dirsync"
-[ "$n" -ge 1000 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC minix directory: changes are not all written synchronously"; exit 1; }
-rmdir /mnt/d
-umount /mnt
-""", {"fs": "minix", "statfs": False}),
+    # minix_handle_dirsync() took the same conversion in 6.3 and writes
+    # every change too.  Fails on stock 6.3 .. 7.3 (fixed by the minix
+    # patch of the fixes series).
+    "minix-dirsync": ("64M", 1024, dirsync_script("minix-dirsync", "-t minix", "", 1000),
+                      {"fs": "minix", "statfs": False}),
     # And on ufs (UFS1, 4.4BSD layout, made by makefs; the kernel's
     # CONFIG_UFS_FS_WRITE): ufs_handle_dirsync() took the same conversion
     # in 6.4.  Fails on stock 6.4 .. 7.3 (fixed by the ufs patch of the
     # fixes series).
-    "ufs-dirsync": ("64M", 8192, """set -e
-writes() { awk '{ print $5 }' /sys/block/vda/stat; }
-changes() {
-	sync
-	w0=$(writes)
-	createbench -n 100 -m 5 /mnt/d
-	n=$(( $(writes) - w0 ))
-	echo "ufs-dirsync: $1: $n disk writes for 1000 directory changes"
-}
-mount -t ufs -o ufstype=44bsd /dev/vda /mnt
-mkdir /mnt/d
-changes "not DIRSYNC"
-[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a ufs directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
-umount /mnt
-mount -t ufs -o ufstype=44bsd,dirsync /dev/vda /mnt
-changes "mounted -o dirsync"
-[ "$n" -ge 1000 ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC ufs directory: changes are not all written synchronously"; exit 1; }
-rmdir /mnt/d
-umount /mnt
-""", {"fs": "ufs", "statfs": False}),
+    "ufs-dirsync": ("64M", 8192, dirsync_script("ufs-dirsync", "-t ufs -o ufstype=44bsd",
+                                                ",", 1000),
+                    {"fs": "ufs", "statfs": False}),
     # statfs's f_blocks leaves out the metadata overhead except under
     # -o minixdf: bsddf, minixdf, then bsddf again by remount must give
     # the first figure again.  Fails on stock ext2, whose cached overhead
