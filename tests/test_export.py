@@ -719,3 +719,22 @@ def test_mailed_commits_drop_placeholder_signoffs(ek):
     assert ek.git("log", "-1", "--format=%an <%ae>", k) == "A U Thor <author@example.org>"
     assert cmd_export.is_placeholder("x@lists.invalid") and cmd_export.is_placeholder("a@localhost")
     assert not cmd_export.is_placeholder("jack@suse.com")
+
+
+def test_a_series_may_have_its_own_cover_letter(tmp_path, monkeypatch):
+    """fixes/ is mailed with mailing/fixes/cover-letter.tmpl, the primary
+    series (and a series without one) with mailing/cover-letter.tmpl."""
+    import types
+    from forkkit import cmd_export
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    (tmp_path / "mailing" / "fixes").mkdir(parents=True)
+    (tmp_path / "mailing" / "cover-letter.tmpl").write_text("primary\n")
+    primary = types.SimpleNamespace(is_primary=True, rel="patches")
+    fixes = types.SimpleNamespace(is_primary=False, rel="fixes")
+    other = types.SimpleNamespace(is_primary=False, rel="backports/6.1")
+    assert cmd_export.cover_template(fixes) == str(tmp_path / "mailing" / "cover-letter.tmpl")
+    (tmp_path / "mailing" / "fixes" / "cover-letter.tmpl").write_text("fixes\n")
+    assert cmd_export.cover_template(fixes) == \
+        str(tmp_path / "mailing" / "fixes" / "cover-letter.tmpl")
+    for s in (primary, other):
+        assert cmd_export.cover_template(s) == str(tmp_path / "mailing" / "cover-letter.tmpl")

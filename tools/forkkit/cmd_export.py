@@ -120,6 +120,13 @@ def series_mailing(series, *parts):
     return mailing(series.rel, *parts)
 
 
+def cover_template(series):
+    """The series' own cover letter template (mailing/<series dir>/
+    cover-letter.tmpl, e.g. for fixes/), else the primary series'."""
+    own = series_mailing(series, "cover-letter.tmpl")
+    return own if os.path.isfile(own) else mailing("cover-letter.tmpl")
+
+
 def rel(path):
     return os.path.relpath(path, repo_root())
 
@@ -858,7 +865,7 @@ def export(args, out=print):
         "version": "v%d" % n,
         "count": str(len(commits)),
     }
-    subject, body = render_template(mailing("cover-letter.tmpl"), values)
+    subject, body = render_template(cover_template(series), values)
 
     # what is mailed: the sender as author (unless --keep-author), no
     # placeholder sign-offs; the trees are those that were checked
