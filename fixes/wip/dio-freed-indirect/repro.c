@@ -40,6 +40,9 @@
  *   -i           idle I/O priority for the kicker (helps with mq-deadline
  *                or bfq when the queue is busy, e.g. with -l)
  *   -l <n>       n background buffered writers (queue and wbt pressure)
+ *   -w           sample /sys/block/<disk>/inflight writes right after the
+ *                truncate and right after B's write returned (is the stale
+ *                write still in flight when IND is freed / when B is done?)
  *   -v           verbose
  *
  * Exit status: 0 no corruption seen, 1 corruption seen, 2 setup error.
@@ -88,6 +91,42 @@ static unsigned int bs;
 static int bdevfd = -1;
 static int verbose;
 static volatile int load_stop;
+static void whole_disk(dev_t dev, unsigned int *maj, unsigned int *min);
+static void die(const char *what);
+static int inflight_fd = -1;
+
+/* writes in flight on the disk (dispatched to the driver), -1 if unknown */
+static long inflight_writes(void)
+{
+	char buf[64];
+	long r, w;
+	ssize_t n;
+
+	if (inflight_fd < 0)
+		return -1;
+	n = pread(inflight_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (sscanf(buf, "%ld %ld", &r, &w) != 2)
+		return -1;
+	return w;
+}
+
+static void open_inflight(void)
+{
+	struct stat st;
+	unsigned int maj, min;
+	char path[128];
+
+	if (fstat(bdevfd, &st))
+		die("fstat bdev");
+	whole_disk(st.st_rdev, &maj, &min);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/inflight", maj, min);
+	inflight_fd = open(path, O_RDONLY);
+	if (inflight_fd < 0)
+		die(path);
+}
 
 static void die(const char *what)
 {
@@ -313,10 +352,11 @@ int main(int argc, char **argv)
 {
 	unsigned long iters = 2000, it, nverified = 0, nhit = 0;
 	unsigned long ncorrupt = 0, ncorrupt_hit = 0, delay = 200;
+	unsigned long nfly_free = 0, nfly_after_b = 0;
 	unsigned int nblk = 30, nload = 0, b;
 	enum kick_mode mode = KICK_SRF;
 	const char *bdev = NULL;
-	int idle = 0, wiops = 0, opt, cmd_pipe[2], reply_pipe[2];
+	int idle = 0, wiops = 0, sample = 0, opt, cmd_pipe[2], reply_pipe[2];
 	char dir[64], r;
 	pthread_t *load = NULL;
 	struct statvfs sv;
@@ -324,7 +364,7 @@ int main(int argc, char **argv)
 	void *abuf;
 	pid_t kpid;
 
-	while ((opt = getopt(argc, argv, "d:n:b:m:D:c:il:v")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:b:m:D:c:il:wv")) != -1) {
 		switch (opt) {
 		case 'd': bdev = optarg; break;
 		case 'n': iters = strtoul(optarg, NULL, 0); break;
@@ -341,6 +381,7 @@ int main(int argc, char **argv)
 		case 'c': wiops = atoi(optarg); break;
 		case 'i': idle = 1; break;
 		case 'l': nload = strtoul(optarg, NULL, 0); break;
+		case 'w': sample = 1; break;
 		case 'v': verbose = 1; break;
 		default:
 			goto usage;
@@ -352,6 +393,8 @@ int main(int argc, char **argv)
 	bdevfd = open(bdev, O_RDONLY);
 	if (bdevfd < 0)
 		die(bdev);
+	if (sample)
+		open_inflight();
 	if (statvfs(argv[optind], &sv))
 		die("statvfs");
 	bs = sv.f_bsize;
@@ -432,6 +475,8 @@ int main(int argc, char **argv)
 		}
 		if (ftruncate(fda, 0))
 			die("truncate A");
+		if (sample && inflight_writes() > 0)
+			nfly_free++;
 
 		fdb = open("B", O_CREAT | O_TRUNC | O_RDWR | O_DIRECT, 0644);
 		if (fdb < 0)
@@ -440,6 +485,8 @@ int main(int argc, char **argv)
 		ret = pwrite(fdb, wbuf, (size_t)nblk * bs, 0);
 		if (ret != (ssize_t)nblk * bs)
 			die("write B");
+		if (sample && inflight_writes() > 0)
+			nfly_after_b++;
 
 		/* let the stale write (if any) complete before reading back */
 		if (mode == KICK_FSYNC && read(reply_pipe[0], &r, 1) != 1)
@@ -508,11 +555,14 @@ int main(int argc, char **argv)
 
 	printf("done: iters %lu ind-verified %lu B-reused-IND %lu corrupt-blocks %lu (on reused IND %lu)\n",
 	       iters, nverified, nhit, ncorrupt, ncorrupt_hit);
+	if (sample)
+		printf("inflight: writes in flight after truncate %lu, after B's write %lu (of %lu)\n",
+		       nfly_free, nfly_after_b, iters);
 	return ncorrupt ? 1 : 0;
 
 usage:
 	fprintf(stderr,
-		"usage: %s -d <bdev> [-n iters] [-b nblk] [-m srf|fsync] [-D usec] [-c wiops] [-i] [-l nload] [-v] <ext2 dir>\n",
+		"usage: %s -d <bdev> [-n iters] [-b nblk] [-m srf|fsync] [-D usec] [-c wiops] [-i] [-l nload] [-w] [-v] <ext2 dir>\n",
 		argv[0]);
 	return 2;
 }
