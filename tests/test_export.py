@@ -738,3 +738,17 @@ def test_a_series_may_have_its_own_cover_letter(tmp_path, monkeypatch):
         str(tmp_path / "mailing" / "fixes" / "cover-letter.tmpl")
     for s in (primary, other):
         assert cmd_export.cover_template(s) == str(tmp_path / "mailing" / "cover-letter.tmpl")
+
+
+def test_only_a_series_own_letter_may_leave_out_the_benchmarks(tmp_path, monkeypatch):
+    from forkkit import cmd_export
+    from forkkit.common import ForkError
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    tmpl = tmp_path / "t.tmpl"
+    tmpl.write_text("subject\n\n{summary}\n{check_table}\n{base}\n{changelog}\n"
+                    "{range_diff}\n")
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    with pytest.raises(ForkError, match=r"missing \{bench\}"):
+        cmd_export.render_template(str(tmpl), values)
+    subject, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    assert subject == "subject" and "SUMMARY" in body and "BENCH" not in body

@@ -465,8 +465,9 @@ def changelog_text(n, path, prev_msgid):
     return out
 
 
-def render_template(path, values):
-    """(subject, body) of the cover letter template with `values` filled in."""
+def render_template(path, values, optional=()):
+    """(subject, body) of the cover letter template with `values` filled in;
+    every placeholder but those in `optional` must be used."""
     if not os.path.isfile(path):
         raise ForkError("no cover letter template %s: restore it from git (`git checkout -- "
                         "%s`)" % (rel(path), rel(path)))
@@ -479,7 +480,7 @@ def render_template(path, values):
     subject, body = lines[0].strip(), "\n".join(lines[1:])
     found = set(re.findall(r"\{([a-z_]+)\}", subject + body))
     unknown = found - set(values)
-    missing = set(PLACEHOLDERS) - found
+    missing = set(PLACEHOLDERS) - found - set(optional)
     if unknown or missing:
         raise ForkError("%s: %s%s; the placeholders are %s" % (
             rel(path),
@@ -865,7 +866,10 @@ def export(args, out=print):
         "version": "v%d" % n,
         "count": str(len(commits)),
     }
-    subject, body = render_template(cover_template(series), values)
+    template = cover_template(series)
+    # a series' own letter (the fixes) may leave out the benchmarks
+    subject, body = render_template(template, values, optional=(
+        ("bench",) if template != mailing("cover-letter.tmpl") else ()))
 
     # what is mailed: the sender as author (unless --keep-author), no
     # placeholder sign-offs; the trees are those that were checked
