@@ -119,7 +119,8 @@ def real_step(commit, test, flavour, timeout, prog):
     # A ForkError from here on (no QEMU, no initramfs, ...) is not the
     # commit's fault: step() turns it into exit 128, which ends the bisect.
     out = kernel.run_test(res.image, test, timeout, prog, log, "bisect", flavour=flavour)
-    failed = [c for c in ("boot", "test", "e2fsck", "counts") if out["cells"][c] != "pass"]
+    failed = [c for c in ("boot", "test", "e2fsck", "counts")
+              if not kernel.cells_pass({c: out["cells"][c]})]
     if failed:
         # a kernel that does not boot, hangs, reports a problem, fails the
         # guest test or leaves a damaged disk or wrong counts is bad
