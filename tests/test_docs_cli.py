@@ -50,7 +50,7 @@ def option_map(verb):
 def choice_set(action):
     """The values an option takes, from the kit's own tables."""
     if action.choices:
-        return set(action.choices)
+        return {str(c) for c in action.choices}
     if action.dest == "test":
         return set(guesttests.TESTS)
     if action.dest == "config":

@@ -1115,3 +1115,38 @@ def test_boot_without_a_kernel_config_is_one_line(pipeline, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert "no kernel config beside /k/x.bzImage" in err and "Traceback" not in err
     assert pipeline["boots"] == []
+
+
+def test_block_size_is_in_the_profile_the_script_and_the_record_name():
+    """`--block-size 1024` (xfstests-bld's ext2/1k) makes both filesystems
+    with -b 1024 and names a profile of its own; without it the profile
+    is the one the committed records were made with, so they still resume."""
+    default, onek = fstests.make_profile(), fstests.make_profile(1024)
+    assert fstests.profile_key(default) != fstests.profile_key(onek)
+    assert "export MKFS_OPTIONS='-b 1024'\n" in fstests.profile_text(onek)
+    script = fstests.guest_script(["generic/001"], 60, onek)
+    assert "mkfs.ext2 -F -q -b 1024 $d" in script
+    assert "for d in /dev/vdb /dev/vdc;" in script
+    assert fstests.harness_key(onek) != fstests.harness_key(default)
+    # the default is the profile before the option existed
+    assert fstests.guest_script(["generic/001"], 60, default) == \
+        fstests.guest_script(["generic/001"], 60)
+    keys = {json.load(open(p))["profile"] for p in ROOT.glob("**/fstests/*/*/kernel.json")}
+    assert keys == {fstests.profile_key(default)}
+    with pytest.raises(ForkError, match="ext2 takes 1024, 2048, 4096"):
+        fstests.make_profile(512)
+
+
+def fstests_args(argv):
+    import argparse
+    p = argparse.ArgumentParser()
+    cmd_fstests.add_arguments(p)
+    return p.parse_args(argv)
+
+
+def test_block_size_is_in_the_repeat_command():
+    args = fstests_args(["--block-size", "1024", "--group", "auto"])
+    cmd = cmd_fstests.repeat_command(args, ["distro/7.3", "series/7.3"], [], "auto")
+    assert "--block-size 1024" in cmd
+    assert "--block-size" not in cmd_fstests.repeat_command(
+        fstests_args([]), ["distro/7.3", "series/7.3"], [], "quick")

@@ -90,6 +90,10 @@ def add_arguments(p):
                    help="stop after S seconds of testing (both kernels; builds not counted); "
                         "rerun the same command to continue; 0: no limit (default: "
                         "%(default)s)")
+    p.add_argument("--block-size", type=int, choices=fstests.BLOCK_SIZES, metavar="N",
+                   help="mkfs.ext2 -b N for the test and scratch filesystems (%s; "
+                   "default: mke2fs's choice, 4096 on the 4 GiB disks); part of every "
+                   "record's identity" % ", ".join(map(str, fstests.BLOCK_SIZES)))
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",
@@ -123,6 +127,8 @@ def repeat_command(args, revs, tests, group):
         parts += ["--series", args.series]
     if group:
         parts += ["--group", group]
+    if getattr(args, "block_size", None):
+        parts += ["--block-size", str(args.block_size)]
     if args.time_limit:
         parts += ["--time-limit", str(args.time_limit)]
     if args.record:
@@ -171,7 +177,8 @@ def main(args):
     # The series builds (build lock) while the base kernel boots (guest lock).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
-    profile_key = hashlib.sha256(fstests.profile_text().encode()).hexdigest()[:8]
+    profile = fstests.make_profile(getattr(args, "block_size", None))
+    profile_key = fstests.profile_key(profile)
     packages = fsrecord.packages_key(root)
     identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
                 "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
@@ -184,7 +191,7 @@ def main(args):
             "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
             "root_key": root["key"], "suite": root["inputs"]["suite"],
             "fstests_patches": patched, "record": args.record, "root_packages": packages,
-            "profile": fstests.PROFILE, "tests": chosen, "excluded": excluded,
+            "profile": profile, "tests": chosen, "excluded": excluded,
             "run_dir": rundir}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
         fh.write(command + "\n")
@@ -235,7 +242,7 @@ def main(args):
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
                             next_boot(store, fstests.read_json(bpath, []), recdir),
-                            img.config)
+                            img.config, profile)
                 info["commit"] = commits[n]
                 results[side].update(info.pop("records"))
                 fstests.write_json(rpath, results[side])
@@ -408,7 +415,8 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     return results
 
 
-def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config):
+def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
+         profile=None):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
     returns the boot's record.  Its console log, results tree and e2fsck
     output go to store/boot-<n>."""
@@ -432,7 +440,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
         run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", "-d", stage,
              disks["results"]])
         limit = max(60, int(budget) - 120)
-        script = fstests.guest_script(tests, limit)
+        script = fstests.guest_script(tests, limit, profile)
         with open(os.path.join(bdir, "guest-script.sh"), "w") as fh:
             fh.write(script)
         log = os.path.join(bdir, "console.log")
@@ -493,6 +501,6 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
     return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
-            "harness": fstests.harness_key(), "kit": kit_key(), "xunit_notes": xunit_notes,
+            "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
             "kernel_config": config_sha,
             "xunit": xml if os.path.exists(xml) else None, "records": records}

@@ -48,6 +48,29 @@ KCONFIG_NAME = "kernel-config"  # the booted kernel's .config, on the results di
 STATUSES = ("pass", "fail", "notrun")
 
 
+BLOCK_SIZES = (1024, 2048, 4096)
+
+
+def make_profile(block_size=None):
+    """The ext2 profile, with ``-b BLOCK_SIZE`` in MKFS_OPTIONS when one is
+    given (as xfstests-bld's ext2/1k configuration).  Without one mke2fs
+    chooses, and it chooses 4096 for the kit's 4 GiB test and scratch disks
+    (mke2fs.conf's default type); the profile, and so the record identity
+    and the guest script, then stay what they were before the option."""
+    profile = dict(PROFILE)
+    if block_size is not None:
+        if block_size not in BLOCK_SIZES:
+            raise ForkError("block size %s: ext2 takes %s"
+                            % (block_size, ", ".join(map(str, BLOCK_SIZES))))
+        profile["MKFS_OPTIONS"] = "-b %d" % block_size
+    return profile
+
+
+def profile_key(profile=None):
+    """8 hex digits naming the profile in record names and identities."""
+    return hashlib.sha256(profile_text(profile).encode()).hexdigest()[:8]
+
+
 def profile_text(profile=None):
     """fstests' local.config of the ext2 profile."""
     profile = profile or PROFILE
@@ -122,6 +145,8 @@ def guest_script(tests, limit_s, profile=None):
     local.config and the test list, chroot and run ./check -R xunit; a
     watchdog sends check SIGTERM after limit_s, which check (bash) handles
     after the current test: it writes its report and stops."""
+    options = (profile or PROFILE).get("MKFS_OPTIONS", "")
+    mkfs_opts = " ".join(shlex.quote(o) for o in options.split()) + " " if options else ""
     run = "\n".join([
         "#!/bin/bash",
         "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -137,8 +162,10 @@ def guest_script(tests, limit_s, profile=None):
         "[ -s \"$KCONFIG_PATH\" ] || { echo \"FSTESTS-ERROR: no kernel config at $KCONFIG_PATH\"; "
         "exit 93; }",
         "cd /opt/xfstests || exit 92",
-        "for d in %s %s; do mkfs.ext2 -F -q $d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
-        "failed\"; exit 91; }; done" % (DEVICES["test"], DEVICES["scratch"]),
+        # TEST_DEV is made here, SCRATCH_DEV by the tests with MKFS_OPTIONS:
+        # both with the profile's options
+        "for d in %s %s; do mkfs.ext2 -F -q %s$d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
+        "failed\"; exit 91; }; done" % (DEVICES["test"], DEVICES["scratch"], mkfs_opts),
         "mkdir -p /mnt/test /mnt/scratch /results/%s" % RESULT_DIR,
         "echo \"FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)\"",
         "./check -R xunit $(cat /results/fork-tests) &",
@@ -183,10 +210,10 @@ def guest_script(tests, limit_s, profile=None):
     return "\n".join(lines) + "\n"
 
 
-def harness_key():
+def harness_key(profile=None):
     """A hash of the guest script apart from its test list and time limit:
     named in every boot's record, so a result says which harness ran it."""
-    return hashlib.sha256(guest_script(["TESTS"], 1).encode()).hexdigest()[:16]
+    return hashlib.sha256(guest_script(["TESTS"], 1, profile).encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------- results
