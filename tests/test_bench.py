@@ -921,3 +921,77 @@ def test_icount_sizes_scale_the_counted_workloads():
     assert ic["create_iters"] == full["create_iters"] * benchlib.ICOUNT_SCALE
     assert ic["statfs_seconds"] == full["statfs_seconds"]
     assert benchlib.SIZES["full"]["seed_iters"][9] == 4000     # not changed in place
+
+
+def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, monkeypatch):
+    """--each: K0 (A) and one kernel per commit of A..B, every repetition
+    boots all of them; a step is a commit against its parent.  Here the
+    first commit changes the figures (as B does in good_series) and the
+    second changes nothing: the steps must say so, not the whole range."""
+    c1, c2 = "c" * 40, "d" * 40
+    monkeypatch.setattr(cmd_bench, "each_revs", lambda a, b: ["distro/6.12", c1, c2])
+    monkeypatch.setattr(cmd_bench, "rev_parse", lambda rev: {"distro/6.12": "a" * 40}.get(rev, rev))
+    monkeypatch.setattr(cmd_bench, "subject_of", lambda c: "ext2: commit %s" % c[:1])
+    boots = []
+
+    def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
+                  prog=None, label="boot", extra_files=None, icount=False):
+        k = "A" if os.path.basename(kernel).startswith("a") else "B"
+        boots.append(os.path.basename(kernel)[:1] + ("*" if "lockstat" in kernel else ""))
+        lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]
+        out = fake_output(benchlib.make_points(QUICK, benchlib.parse_only("seed,statfs")),
+                          lambda p: good_series(p, k, 0), lockstat=lockstat)
+        Path(log).write_text("\n".join(out) + "\n")
+        return FakeBoot(out, log)
+
+    monkeypatch.setattr(cmd_bench, "run_guest", run_guest)
+    doc = cmd_bench.run_bench(opts(tmp_path, reps=3, control=True, each=True, lockstat=True,
+                                   only="seed,statfs"), out=lambda s: None)
+    # every repetition boots K0 K1 K2 and the control (K0's image), rotating
+    assert boots[:4] == ["a", "c", "d", "a"] and boots[4:8] == ["c", "d", "a", "a"]
+    assert boots[12:] == ["a*", "c*", "d*"]
+    assert [(s["a"], s["b"], s["whole"]) for s in doc["steps"]] == [
+        ("K0", "K1", False), ("K1", "K2", False), ("K0", "K2", True)]
+    seed = lambda st: next(r for r in st["stats"] if r["workload"] == "seed"
+                           and r["fs"] == "ext2" and r["params"]["tasks"] == 1)
+    first, second, whole = doc["steps"]
+    assert seed(first)["ratio"] == pytest.approx(1.3)
+    assert seed(second)["ratio"] == pytest.approx(1.0)
+    assert seed(whole)["ratio"] == pytest.approx(1.3)
+    assert seed(first)["control"]["ratio"] == pytest.approx(1.0)
+    assert "control" not in seed(second)
+    assert first["subject"] == "ext2: commit c" and first["locks"]
+    md = (Path(doc["run"]["dir"]) / "bench.md").read_text()
+    assert "each commit of distro/6.12..%s against its parent" % c2 in md
+    assert "| K1 ext2: commit c | 1.3 [1.3..1.3] ±0.0%" in md
+    assert "| K2 ext2: commit d | 1 [1..1] ±0.0%" in md
+    assert "A/A control (C = K0's image, against K0)" in md
+    assert "## ext2 lock acquisitions per operation" in md
+    cmd = (Path(doc["run"]["dir"]) / "bench.cmd").read_text()
+    assert "--each" in cmd and c2 in cmd
+
+
+def test_each_range_must_be_a_line(tmp_path, monkeypatch):
+    repo = tmp_path / "linux"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    git = lambda *a: subprocess.run(["git", "-C", str(repo)] + list(a), check=True, env=env,
+                                    capture_output=True, text=True).stdout.strip()
+    for n in range(3):
+        git("commit", "-q", "--allow-empty", "-m", "c%d" % n)
+        git("tag", "t%d" % n)
+    monkeypatch.setenv("FORK_KTREE", str(repo))
+    monkeypatch.setattr(cmd_bench, "rev_parse", lambda rev: git("rev-parse", rev))
+    assert cmd_bench.each_revs("t0", "t2") == ["t0", git("rev-parse", "t1"), git("rev-parse", "t2")]
+    with pytest.raises(ForkError, match="has no commits: give A before B"):
+        cmd_bench.each_revs("t2", "t0")
+    git("checkout", "-q", "-b", "side", "t0")
+    git("commit", "-q", "--allow-empty", "-m", "side")
+    git("checkout", "-q", "-")
+    git("merge", "-q", "--no-ff", "-m", "merge", "side")
+    with pytest.raises(ForkError, match="is not a line of single-parent commits"):
+        cmd_bench.each_revs("t0", "HEAD")
+    monkeypatch.setattr(cmd_bench, "MAX_EACH", 1)
+    with pytest.raises(ForkError, match="more than 1: give a shorter range"):
+        cmd_bench.each_revs("t0", "t2")

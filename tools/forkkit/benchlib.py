@@ -992,6 +992,120 @@ def markdown(doc):
 
 
 # ---------------------------------------------------------------------------
+# --each: every commit against its parent
+
+def _relabel(samples, names):
+    """The samples of the kernels in `names` ({label: new label}), relabelled."""
+    return [dict(s, kernel=names[s["kernel"]]) for s in samples if s["kernel"] in names]
+
+
+def steps(doc, labels, points):
+    """One step per commit of an --each run (labels K0..Kn): the commit
+    against its parent as an A/B pair (aggregate(), with the A/A control on
+    the first step, whose A is the image the control boots again) and the
+    ext2 lock acquisitions per operation of both; then K0 against Kn, the
+    whole range."""
+    ls = doc.get("lockstat") or {}
+    out = []
+    pairs = [(labels[i - 1], labels[i]) for i in range(1, len(labels))]
+    if len(labels) > 2:
+        pairs.append((labels[0], labels[-1]))
+    for a, b in pairs:
+        names = {a: "A", b: "B"}
+        if a == labels[0] and "C" in doc["kernels"]:
+            names["C"] = "C"
+        sub = _relabel(doc["samples"], names)
+        kb = doc["kernels"][b]
+        step = {"a": a, "b": b, "commit": kb["commit"], "subject": kb.get("subject"),
+                "whole": (a, b) == (labels[0], labels[-1]) and len(labels) > 2,
+                "stats": aggregate(sub, points)}
+        if ls:
+            step["locks"] = [[wl, name, {k: list(v) for k, v in per.items()}]
+                             for wl, name, per in lock_table(
+                                 {"lockstat": {"A": ls.get(a, {}), "B": ls.get(b, {})},
+                                  "samples": sub})]
+        out.append(step)
+    return out
+
+
+def steps_markdown(doc):
+    """The report of an --each run: per workload, one row per commit (its
+    B/A against its parent, per ext2 point), the A/A control, and the ext2
+    lock acquisitions per operation of every kernel."""
+    meta = doc["run"]
+    chain = sorted((k for k in doc["kernels"] if re.match(r"^K\d+$", k)),
+                   key=lambda k: int(k[1:]))
+    first, last = doc["kernels"][chain[0]], doc["kernels"][chain[-1]]
+    out = ["# fork bench %s: each commit of %s..%s against its parent"
+           % (meta["id"], first.get("rev"), last.get("rev")), ""]
+    for k in chain:
+        kern = doc["kernels"][k]
+        out.append("- %s: %s %s" % (k, (kern.get("commit") or "?")[:12],
+                                   kern.get("subject") or kern.get("rev")))
+    out.append("- %d repetition(s), each one boot of every kernel (%s), the order rotating; "
+               "every boot runs every point %d time(s)%s%s; mode %s, %d vCPUs%s" % (
+                   meta["reps"], ", ".join(chain) + (" and the A/A control C = K0's image"
+                                                     if meta.get("control") else ""),
+                   meta.get("runs", 1),
+                   (", the first %d discarded" % meta["warmup"]) if meta.get("warmup") else "",
+                   "; --quick sizes" if meta.get("quick") else "", meta.get("mode", "wall"),
+                   meta.get("smp", 2),
+                   " (icount: CPU work per operation, the vCPUs take turns)"
+                   if meta.get("mode") == "icount" else ""))
+    out.append("- guest: %s" % meta.get("guest", ""))
+    out.append("- **%s**" % TCG_NOTE)
+    out.append("- cells: a step's B/A is the commit (B) against its parent (A).  %s"
+               % INTERVAL_RULE)
+    out.append("- load: %s. Loaded samples: %d of %d." % (
+        LOAD_RULE, sum(1 for s in doc["samples"] if s["loaded"]), len(doc["samples"])))
+    out.append("- reproduce: `%s`" % meta.get("command", ""))
+    steps_ = doc.get("steps") or []
+    for wl in WORKLOADS:
+        keys = []
+        for st in steps_:
+            for r in st["stats"]:
+                if r["workload"] == wl and r["fs"] == "ext2" and r["point"] not in keys:
+                    keys.append(r["point"])
+        if not keys:
+            continue
+        rows0 = {r["point"]: r for st in steps_ for r in st["stats"]}
+        out += ["", "## %s: %s, %s is better; B/A [95%%] of each commit against its parent"
+                % (wl, UNITS[wl], rows0[keys[0]]["better"]), ""]
+        out.append("| commit | " + " | ".join(_params(rows0[k]) for k in keys) + " |")
+        out.append("|---|" + "---|" * len(keys))
+        for st in steps_:
+            by = {r["point"]: r for r in st["stats"]}
+            name = ("whole range (%s against %s)" % (st["b"], st["a"]) if st["whole"] else
+                    "%s %s" % (st["b"], st.get("subject") or st["commit"][:12]))
+            out.append("| %s | %s |" % (name, " | ".join(
+                _interval(_pr(by[k])) if k in by else "-" for k in keys)))
+        ctl = [by for st in steps_[:1] for by in [{r["point"]: r for r in st["stats"]}]
+               if any(r.get("control") for r in st["stats"])]
+        if ctl:
+            out.append("| A/A control (C = K0's image, against K0) | %s |" % " | ".join(
+                _interval(ctl[0][k].get("control")) if k in ctl[0] else "-" for k in keys))
+    if any(st.get("locks") for st in steps_):
+        out += ["", "## ext2 lock acquisitions per operation (lockstat kernels, %d vCPUs)"
+                % meta.get("smp", 2), "",
+                "Per operation of the workload's ext2 points in each kernel's lockstat boot "
+                "(seed: write N blocks + truncate; inode: create+unlink; statfs: one call); "
+                "acquisitions/op, contentions/op in parentheses; 0 = not taken.", ""]
+        per = {}
+        for st in steps_:
+            for wl, name, cells in st.get("locks") or []:
+                for side, k in (("A", st["a"]), ("B", st["b"])):
+                    if side in cells:
+                        per.setdefault((wl, name), {})[k] = cells[side]
+        out.append("| workload | class | " + " | ".join(chain) + " |")
+        out.append("|---|---|" + "---|" * len(chain))
+        for (wl, name), cells in sorted(per.items()):
+            out.append("| %s | %s | %s |" % (wl, name, " | ".join(
+                "%.3g (%.3g)" % tuple(cells[k]) if k in cells else "-" for k in chain)))
+    out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
 # gnuplot
 
 def plot_data(doc):

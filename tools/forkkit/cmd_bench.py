@@ -50,6 +50,13 @@ Output: work/bench/<timestamp>/bench.{json,md,cmd,png} (every sample, the
 tables with the targets, the command to reproduce, a plot) and
 work/bench/latest.{json,md,cmd,png} pointing at the newest run.  Absolute
 figures are TCG times: compare ratios.  A failed boot is an error.
+
+``--each`` measures every commit of A..B against its parent, a patch
+series' cost patch by patch: one kernel per commit of A..B and A itself,
+every repetition boots all of them in rotating order (``--control`` adds
+A's image once more), and the report has a step per commit (its B/A is the
+commit against its parent, with the interval), and with ``--lockstat`` the
+ext2 lock acquisitions and contentions per operation of each kernel.
 """
 
 import json
@@ -63,8 +70,8 @@ import time
 from . import benchlib, guesttests
 from .kbuild import build
 from .qemu import ICOUNT_ARGS, failure_message, run_guest
-from .common import (ForkError, Progress, check_output_dir, ensure_dir, repo_root, rev_parse,
-                     run, which, wpath)
+from .common import (ForkError, Progress, check_output_dir, ensure_dir, ktree, repo_root,
+                     rev_parse, run, which, wpath)
 
 HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
 
@@ -81,6 +88,9 @@ def add_arguments(p):
                    help="baseline revision (default: distro/<ver>, the stock kernel)")
     p.add_argument("b", nargs="?", metavar="B",
                    help="revision under test (default: series/<ver>)")
+    p.add_argument("--each", action="store_true",
+                   help="one kernel per commit of A..B and A: every commit against its "
+                        "parent (a series' cost patch by patch)")
     p.add_argument("--reps", type=int, default=3,
                    help="repetitions: boots of each kernel, interleaved A B A B (default %(default)s; "
                         "0 with --lockstat for lock statistics only)")
@@ -385,7 +395,7 @@ def as_run_cmd(opts):
     if opts.reps != 3:
         args += ["--reps", str(opts.reps)]
     args += extra_args(opts)
-    for flag in ("quick", "lockstat", "rebuild"):
+    for flag in ("each", "quick", "lockstat", "rebuild"):
         if getattr(opts, flag, False):
             args.append("--" + flag)
     for opt in ("only", "out", "timeout"):
@@ -404,13 +414,21 @@ def extra_args(opts):
     return args
 
 
+def ends(kernels):
+    """The first and the last kernel: A and B, or K0 and Kn with --each."""
+    if "A" in kernels:
+        return kernels["A"], kernels["B"]
+    chain = sorted((k for k in kernels if re.match(r"^K\d+$", k)), key=lambda k: int(k[1:]))
+    return kernels[chain[0]], kernels[chain[-1]]
+
+
 def reproduce_cmd(opts, kernels):
     args = ["tools/fork", "bench"]
-    args += [kernels["A"]["commit"], kernels["B"]["commit"]]
+    args += [k["commit"] for k in ends(kernels)]
     args += ["--reps", str(opts.reps)]
     args += extra_args(opts)
-    for flag in ("quick", "lockstat"):
-        if getattr(opts, flag):
+    for flag in ("each", "quick", "lockstat"):
+        if getattr(opts, flag, False):
             args.append("--" + flag)
     if opts.only:
         args += ["--only", opts.only]
@@ -422,14 +440,15 @@ def write_outputs(doc, rdir, base, gnuplot, prog):
     with open(os.path.join(rdir, "bench.json"), "w") as fh:
         json.dump(doc, fh, indent=1, sort_keys=True)
         fh.write("\n")
-    md = benchlib.markdown(doc)
+    md = benchlib.steps_markdown(doc) if doc.get("steps") is not None else benchlib.markdown(doc)
     with open(os.path.join(rdir, "bench.md"), "w") as fh:
         fh.write(md)
+    first, last = ends(doc["kernels"])
     with open(os.path.join(rdir, "bench.cmd"), "w") as fh:
         fh.write("#!/bin/sh\n# fork bench %s: A = %s (%s), B = %s (%s)\n# as run: %s\n"
                  "cd %s && %s\n"
-                 % (doc["run"]["id"], doc["kernels"]["A"]["rev"], doc["kernels"]["A"]["commit"],
-                    doc["kernels"]["B"]["rev"], doc["kernels"]["B"]["commit"],
+                 % (doc["run"]["id"], first["rev"], first["commit"],
+                    last["rev"], last["commit"],
                     doc["run"]["as_run"], shlex.quote(repo_root()), doc["run"]["command"]))
     os.chmod(os.path.join(rdir, "bench.cmd"), 0o755)
     png = plot(doc, rdir, gnuplot, prog)
@@ -448,7 +467,7 @@ def write_outputs(doc, rdir, base, gnuplot, prog):
 
 
 def plot(doc, rdir, gnuplot, prog):
-    if gnuplot is None:
+    if gnuplot is None or doc.get("steps") is not None:
         return None
     script, files = benchlib.gnuplot_files(doc, "bench.png")
     if script is None:
@@ -467,19 +486,50 @@ def plot(doc, rdir, gnuplot, prog):
     return png
 
 
-def schedule(reps, lockstat, control=False):
+def schedule(reps, lockstat, control=False, labels=("A", "B")):
     """[(rep, kernel, flavour)]: every repetition boots each kernel once, the
     order rotating from one repetition to the next (A B, B A, A B, ... or
     A B C, B C A, C A B, ...), so no kernel always boots first or after
     the same one; then the lockstat boots."""
-    ks = ["A", "B"] + (["C"] if control else [])
+    ks = list(labels) + (["C"] if control else [])
     out = []
     for r in range(1, reps + 1):
         k = (r - 1) % len(ks)
         out += [(r, x, "base") for x in ks[k:] + ks[:k]]
     if lockstat:
-        out += [(1, "A", "lockstat"), (1, "B", "lockstat")]
+        out += [(1, x, "lockstat") for x in labels]
     return out
+
+
+MAX_EACH = 16
+
+
+def each_revs(a, b):
+    """[A, first commit of A..B, ..., B]: a linear range of 1..MAX_EACH commits."""
+    ca, cb = rev_parse(a), rev_parse(b)
+    proc = run(["git", "-C", ktree(), "rev-list", "--reverse", "--parents", "%s..%s" % (ca, cb)],
+               check=False)
+    if proc.returncode != 0:
+        raise ForkError("--each: git rev-list %s..%s failed: %s"
+                        % (a, b, (proc.stderr or "").strip()[-300:]))
+    rows = [l.split() for l in proc.stdout.splitlines() if l.strip()]
+    if not rows:
+        raise ForkError("--each: %s..%s has no commits: give A before B" % (a, b))
+    if len(rows) > MAX_EACH:
+        raise ForkError("--each: %s..%s has %d commits, more than %d: give a shorter range"
+                        % (a, b, len(rows), MAX_EACH))
+    parent = ca
+    for row in rows:
+        if row[1:] != [parent]:
+            raise ForkError("--each: %s..%s is not a line of single-parent commits on %s "
+                            "(at %s)" % (a, b, a, row[0][:12]))
+        parent = row[0]
+    return [a] + [r[0] for r in rows]
+
+
+def subject_of(commit):
+    proc = run(["git", "-C", ktree(), "log", "-1", "--format=%s", commit], check=False)
+    return (proc.stdout or "").strip()
 
 
 def run_bench(opts, prog=None, out=print):
@@ -507,19 +557,28 @@ def run_bench(opts, prog=None, out=print):
     sizes = benchlib.sizes_for(opts.quick, mode)
     points = benchlib.make_points(sizes, workloads)
     rev_a, rev_b = default_revs(opts.a, opts.b)
+    each = getattr(opts, "each", False)
+    if each:
+        revs = each_revs(rev_a, rev_b)
+        labels = ["K%d" % i for i in range(len(revs))]
+    else:
+        revs, labels = [rev_a, rev_b], ["A", "B"]
 
     kernels = {}
-    for k, rev in (("A", rev_a), ("B", rev_b)):
+    for k, rev in zip(labels, revs):
         if opts.reps > 0:
             kernels[k] = kernel_image(rev, "base", prog, opts.rebuild)
         if opts.lockstat:
             kernels[k + "-lockstat"] = kernel_image(rev, "lockstat", prog, opts.rebuild)
         if k not in kernels:
             kernels[k] = dict(kernels[k + "-lockstat"], flavour="lockstat")
-    if control and "A" in kernels:
+    if each:
+        for k in labels:
+            kernels[k]["subject"] = subject_of(kernels[k]["commit"])
+    if control and labels[0] in kernels:
         # the A/A control boots A's very image (same file, same sha256)
-        kernels["C"] = dict(kernels["A"], control_of="A")
-    if kernels["A"]["commit"] == kernels["B"]["commit"]:
+        kernels["C"] = dict(kernels[labels[0]], control_of=labels[0])
+    if not each and kernels["A"]["commit"] == kernels["B"]["commit"]:
         prog.say("A and B are the same commit %s: an A/A run (every difference is noise)"
                  % kernels["A"]["commit"][:12])
 
@@ -555,7 +614,7 @@ def run_bench(opts, prog=None, out=print):
         "boots": [], "samples": [], "stats": [], "targets": [], "lockstat": {},
     }
     lockstat_raw = {}
-    plan = schedule(opts.reps, opts.lockstat, control)
+    plan = schedule(opts.reps, opts.lockstat, control, labels)
     try:
         prog.say("%d points per boot, %d boots (%s); output in %s"
                  % (len(points), len(plan), " ".join(
@@ -643,9 +702,12 @@ def run_bench(opts, prog=None, out=print):
         shutil.rmtree(idir, ignore_errors=True)
     doc["run"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     doc["run"]["host"]["load_end"] = list(os.getloadavg())
-    doc["stats"] = benchlib.aggregate(doc["samples"], points)
-    doc["targets"] = benchlib.targets(doc["stats"], doc["samples"],
-                                      doc["lockstat"] if opts.lockstat else None)
+    if each:
+        doc["steps"] = benchlib.steps(doc, labels, points)
+    else:
+        doc["stats"] = benchlib.aggregate(doc["samples"], points)
+        doc["targets"] = benchlib.targets(doc["stats"], doc["samples"],
+                                          doc["lockstat"] if opts.lockstat else None)
     if lockstat_raw:
         with open(os.path.join(rdir, "lockstat.txt"), "w") as fh:
             for k in sorted(lockstat_raw):
