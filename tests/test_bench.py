@@ -577,11 +577,12 @@ def fake_world(tmp_path, monkeypatch):
     monkeypatch.setattr(cmd_bench, "fresh_disks", fake_disks)
     monkeypatch.setattr(guesttests, "fsck", lambda image, reports=(), log=None, need_statfs=True: None)
     monkeypatch.setattr(cmd_bench, "dbench_files", lambda: {})
-    world = argparse.Namespace(builds=builds, boots=[], fail_boot=None, icount=[])
+    world = argparse.Namespace(builds=builds, boots=[], fail_boot=None, icount=[], kvm=[])
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None, icount=False):
+                       prog=None, label="boot", extra_files=None, icount=False, kvm=False):
         world.icount.append(icount)
+        world.kvm.append(kvm)
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
         world.boots.append((k, kernel, script, list(disks), timeout, smp, mem, extra_files))
         assert len(disks) == len(benchlib.DISKS)
@@ -732,7 +733,7 @@ def test_boot_adds_extra_files_to_the_initramfs(monkeypatch):
     seen = {}
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None, icount=False):
+                       prog=None, label="boot", extra_files=None, icount=False, kvm=False):
         seen["extra"] = extra_files
         return "booted"
 
@@ -935,7 +936,7 @@ def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, mon
     boots = []
 
     def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                  prog=None, label="boot", extra_files=None, icount=False):
+                  prog=None, label="boot", extra_files=None, icount=False, kvm=False):
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
         boots.append(os.path.basename(kernel)[:1] + ("*" if "lockstat" in kernel else ""))
         lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]
@@ -995,3 +996,24 @@ def test_each_range_must_be_a_line(tmp_path, monkeypatch):
     monkeypatch.setattr(cmd_bench, "MAX_EACH", 1)
     with pytest.raises(ForkError, match="more than 1: give a shorter range"):
         cmd_bench.each_revs("t0", "t2")
+
+
+def test_kvm_boots_every_kernel_under_kvm_and_says_so(tmp_path, fake_world, monkeypatch):
+    real_access = os.access
+    monkeypatch.setattr(cmd_bench.os, "access",
+                        lambda p, m: True if p == "/dev/kvm" else real_access(p, m))
+    doc = cmd_bench.run_bench(opts(tmp_path, kvm=True, smp=8), out=lambda s: None)
+    assert fake_world.kvm == [True] * 4 and not any(fake_world.icount)
+    assert doc["run"]["accel"] == "kvm" and doc["run"]["guest"].startswith("QEMU KVM (-accel kvm")
+    md = (Path(doc["run"]["dir"]) / "bench.md").read_text()
+    assert "QEMU KVM" in md and "QEMU TCG (emulated CPU) times" not in md
+    assert "--kvm --smp 8" in (Path(doc["run"]["dir"]) / "bench.cmd").read_text()
+
+
+def test_kvm_is_refused_with_icount_or_without_dev_kvm(tmp_path, fake_world, monkeypatch):
+    with pytest.raises(ForkError, match="does not go with --mode icount"):
+        cmd_bench.run_bench(opts(tmp_path, kvm=True, mode="icount"), out=lambda s: None)
+    monkeypatch.setattr(cmd_bench.os, "access", lambda p, m: False)
+    with pytest.raises(ForkError, match="/dev/kvm is missing or not accessible"):
+        cmd_bench.run_bench(opts(tmp_path, kvm=True), out=lambda s: None)
+    assert fake_world.boots == []

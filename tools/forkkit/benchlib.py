@@ -862,6 +862,8 @@ def targets(rows, samples, lockstat=None):
 TCG_NOTE = ("Absolute figures are QEMU TCG (emulated CPU) times, far from native speed and "
             "host-dependent: compare the B/A ratios and the reference rows, not absolute "
             "values.")
+KVM_NOTE = ("Absolute figures are QEMU KVM guest times on this host: compare the B/A ratios "
+            "and the reference rows, not absolute values.")
 
 
 def _num(x):
@@ -908,7 +910,7 @@ def markdown(doc):
                    " (icount: CPU work per operation, the vCPUs take turns)"
                    if meta.get("mode") == "icount" else ""))
     out.append("- guest: %s" % meta.get("guest", ""))
-    out.append("- **%s**" % TCG_NOTE)
+    out.append("- **%s**" % (KVM_NOTE if meta.get("accel") == "kvm" else TCG_NOTE))
     out.append("- cells: median [min..max] n=samples.  %s" % INTERVAL_RULE)
     out.append("- load: %s. Loaded samples: %d of %d." % (
         LOAD_RULE, sum(1 for s in doc["samples"] if s["loaded"]), len(doc["samples"])))
@@ -1053,7 +1055,7 @@ def steps_markdown(doc):
                    " (icount: CPU work per operation, the vCPUs take turns)"
                    if meta.get("mode") == "icount" else ""))
     out.append("- guest: %s" % meta.get("guest", ""))
-    out.append("- **%s**" % TCG_NOTE)
+    out.append("- **%s**" % (KVM_NOTE if meta.get("accel") == "kvm" else TCG_NOTE))
     out.append("- cells: a step's B/A is the commit (B) against its parent (A).  %s"
                % INTERVAL_RULE)
     out.append("- load: %s. Loaded samples: %d of %d." % (

@@ -106,6 +106,9 @@ def add_arguments(p):
                         "instruction-counted time, one TCG thread (default: %(default)s)")
     p.add_argument("--smp", type=int, default=SMP, metavar="N",
                    help="vCPUs of every guest (default %(default)s)")
+    p.add_argument("--kvm", action="store_true",
+                   help="boot under KVM (-accel kvm -cpu host) instead of TCG, wall mode "
+                        "only: for a machine with working KVM and more cores than vCPUs")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (a few hundred ms per point): for tests and smoke runs")
     p.add_argument("--lockstat", action="store_true",
@@ -212,10 +215,10 @@ def dbench_files():
 
 
 def boot(kernel, script, disks, timeout, log, prog, label, extra_files, smp=SMP,
-         icount=False):
+         icount=False, kvm=False):
     """run_guest with the bench's extra files (dbench) in the initramfs."""
     return run_guest(kernel, script, disks, timeout=timeout, smp=smp, mem=MEM, log=log,
-                     prog=prog, label=label, extra_files=extra_files, icount=icount)
+                     prog=prog, label=label, extra_files=extra_files, icount=icount, kvm=kvm)
 
 
 # ---------------------------------------------------------------------------
@@ -407,6 +410,8 @@ def as_run_cmd(opts):
 def extra_args(opts):
     """The method options that differ from their defaults."""
     args = ["--control"] if getattr(opts, "control", False) else []
+    if getattr(opts, "kvm", False):
+        args.append("--kvm")
     for opt, default in (("runs", 1), ("warmup", 0), ("mode", "wall"), ("smp", SMP)):
         v = getattr(opts, opt, default)
         if v != default:
@@ -541,6 +546,13 @@ def run_bench(opts, prog=None, out=print):
     runs, warmup = getattr(opts, "runs", 1), getattr(opts, "warmup", 0)
     smp, mode = getattr(opts, "smp", SMP), getattr(opts, "mode", "wall")
     control = getattr(opts, "control", False)
+    kvm = getattr(opts, "kvm", False)
+    if kvm and mode == "icount":
+        raise ForkError("--kvm measures wall time: it does not go with --mode icount "
+                        "(instruction counting is a TCG feature)")
+    if kvm and not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        raise ForkError("--kvm: /dev/kvm is missing or not accessible: run without --kvm "
+                        "(TCG) or on a machine with KVM")
     if runs < 1 or warmup < 0 or warmup >= runs:
         raise ForkError("--runs must be at least 1 and --warmup less than --runs "
                         "(got --runs %d --warmup %d)" % (runs, warmup))
@@ -597,11 +609,14 @@ def run_bench(opts, prog=None, out=print):
                     for k, v in sizes.items()},
                 "command": reproduce_cmd(opts, kernels), "as_run": as_run.strip(),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "guest": "QEMU TCG (%s), -smp %d, %s MiB, "
+                "guest": "QEMU %s (%s), -smp %d, %s MiB, "
                          "virtio disks (raw, cache=unsafe), fresh copies of the same "
                          "images every boot" % (
+                             "KVM" if kvm else "TCG",
+                             "-accel kvm -cpu host" if kvm else
                              " ".join(ICOUNT_ARGS) if mode == "icount" else
                              "-accel tcg,thread=multi -cpu max", smp, MEM),
+                "accel": "kvm" if kvm else "tcg",
                 "mode": mode, "smp": smp, "runs": runs, "warmup": warmup,
                 "control": control, "interval_rule": benchlib.INTERVAL_RULE,
                 "tcg_note": benchlib.TCG_NOTE, "load_rule": benchlib.LOAD_RULE,
@@ -642,7 +657,7 @@ def run_bench(opts, prog=None, out=print):
             watcher.start()
             try:
                 res = boot(kern["image"], script, disks, timeout, clog, prog, "bench-" + label,
-                           extra, smp=smp, icount=mode == "icount")
+                           extra, smp=smp, icount=mode == "icount", kvm=kvm)
             finally:
                 watcher.stop()
             brec = {"index": n, "kernel": k, "flavour": flavour, "rep": rep,
