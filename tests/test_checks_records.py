@@ -1,13 +1,13 @@
 """CHECKS.md's pass claims against every committed check run.
 
-checkrecords.cells() reads every row of checks/<ver>/**/*.json and judges
+checkrecords.cells() reads every row of records/checks/<ver>/**/*.json and judges
 each (kernel version, commit, flavour, test) on all of its recorded runs
 by the kit's own rule (kernel.judge_runs()): a cell that failed in one run
 and passed in another is flaky, not a pass.  CHECKS.md states such claims
 in two forms that this test parses (one line each once the text is
 unwrapped):
 
-* "In all recorded runs, every series commit of [checks/V/F.json](...)
+* "In all recorded runs, every series commit of [records/checks/V/C/F.json](...)
   passes FLAVOUR `TEST` on V." -- every row of that JSON but the base
   snapshot's is a commit whose verdict is "pass";
 * "`SHA12` ..., FLAVOUR `TEST` on V, all recorded runs: VERDICT" -- the
@@ -32,7 +32,7 @@ from forkkit import checkrecords  # noqa: E402
 from forkkit.common import ForkError  # noqa: E402
 
 PASS_CLAIM = re.compile(
-    r"In all recorded runs, every series commit of \[(checks/([^/\]]+)/[^\]]+\.json)\]\([^)]*\) "
+    r"In all recorded runs, every series commit of \[(records/checks/([^/\]]+)/[^\]]+\.json)\]\([^)]*\) "
     r"passes ([\w-]+) `([\w-]+)` on ([\d.]+)\.")
 VERDICT_CLAIM = re.compile(
     r"`([0-9a-f]{12})`[^`]{0,80}?, ([\w-]+) `([\w-]+)` on ([\d.]+), all recorded runs: "
@@ -61,13 +61,13 @@ def test_the_carried_fix_on_6_12_is_flaky_under_kcsan_stress():
     c = cell("6.12", "004eb8871a31", "kcsan", "stress")
     assert c["verdict"] == "flaky: 3 of 5 runs failed"
     by_file = {f: run["passed"] for f, run in c["runs"]}
-    assert by_file["checks/6.12/kcsan-stress-s25-run1.json"] is False
-    assert by_file["checks/6.12/kcsan-stress.json"] is True
+    assert by_file["records/checks/6.12/3541088105fd/kcsan-stress-20261205-081145.json"] is False
+    assert by_file["records/checks/6.12/3541088105fd/kcsan-stress-20261205-085819.json"] is True
 
 
 def test_a_cached_copy_of_a_run_is_not_a_second_run():
-    # 7943eee2's row in checks/6.1/kcsan-stress.json is the cached run of
-    # kcsan-stress-s25-run1.json (the same log): 4 runs, not 5
+    # 7943eee2's row in 4f9b4ff998b5/kcsan-stress-20261205-090627.json (6.1) is the
+    # cached run of kcsan-stress-20261205-082755.json (the same log): 4 runs, not 5
     c = cell("6.1", "7943eee2b909", "kcsan", "stress")
     assert c["verdict"] == "flaky: 1 of 4 runs failed"
     assert len(c["runs"]) == 4
@@ -81,11 +81,11 @@ def test_the_base_is_judged_on_its_runs_and_a_failure_names_the_bases_evidence()
     assert not fix["base"]
     got = checkrecords.failures(checkrecords.cells(REPO), fix["key"])
     by = {(f, title): ev for f, title, ev in got}
-    run1 = "checks/6.12/kcsan-stress-s25-run1.json"
-    assert set(f for f, _ in by) == {run1, "checks/6.12/kcsan-stress-s23-run1.json",
-                                     "checks/6.12/before-s24/kcsan-stress.json"}
+    run1 = "records/checks/6.12/3541088105fd/kcsan-stress-20261205-081145.json"
+    older = "records/checks/6.12/1f76f6f92b1f/kcsan-stress-20261205-"
+    assert set(f for f, _ in by) == {run1, older + "022917.json", older + "030731.json"}
     race = "BUG: KCSAN: data-race in ext2_new_blocks / ext2_new_inode"
-    assert by[(run1, race)] and by[(run1, race)].startswith("checks/6.12/")
+    assert by[(run1, race)] and by[(run1, race)].startswith("records/checks/6.12/")
 
 
 def test_every_pass_claim_of_checks_md_holds_in_all_runs():
@@ -137,7 +137,7 @@ def row(commit, ok, log, **extra):
 
 
 def write(root, rel, rows):
-    path = root / "checks" / "9.9" / rel
+    path = root / "records" / "checks" / "9.9" / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(rows))
 
@@ -152,9 +152,9 @@ def test_a_failed_and_a_passed_run_are_flaky_and_a_cached_copy_counts_once(tmp_p
     assert cells[("9.9", "c1", "kcsan", "stress")]["verdict"] == "flaky: 1 of 2 runs failed"
     assert cells[("9.9", "c2", "kcsan", "stress")]["verdict"] == "pass"
     assert [f for f, _ in cells[("9.9", "c2", "kcsan", "stress")]["runs"]] == \
-        ["checks/9.9/run1.json"]
+        ["records/checks/9.9/run1.json"]
     assert checkrecords.failures(cells, ("9.9", "c1", "kcsan", "stress")) == \
-        [("checks/9.9/run1.json", "BUG: KCSAN: data-race in a / b", None)]
+        [("records/checks/9.9/run1.json", "BUG: KCSAN: data-race in a / b", None)]
 
 
 def test_a_failure_in_every_run_is_a_fail(tmp_path):
@@ -166,8 +166,8 @@ def test_a_failure_in_every_run_is_a_fail(tmp_path):
 
 def test_a_record_that_is_not_one_is_named(tmp_path):
     write(tmp_path, "run1.json", [row("c1", True, "/l/check-c1-20260101-000001.log")])
-    (tmp_path / "checks" / "9.9" / "broken.json").write_text("[{")
+    (tmp_path / "records" / "checks" / "9.9" / "broken.json").write_text("[{")
     with pytest.raises(ForkError) as e:
         checkrecords.cells(tmp_path)
-    assert str(e.value).startswith("checks/9.9/broken.json: not a check record")
+    assert str(e.value).startswith("records/checks/9.9/broken.json: not a check record")
     assert "\n" not in str(e.value)

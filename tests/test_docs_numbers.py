@@ -1,11 +1,11 @@
 """The numbers of BENCHMARKS.md and CHECKS.md against the committed records.
 
 Every figure that BENCHMARKS.md states about a bench run is recomputed
-from the run's JSON in benchmarks/ by the kit (benchlib.record_facts(),
+from the run's JSON in records/bench/ by the kit (benchlib.record_facts(),
 written out by benchlib.state()), and the sentence that states it must be
 in the document as the kit writes it; every result table is checked row by
 row.  Every check row of CHECKS.md must be a row that `check --markdown`
-writes from a JSON under checks/: a row whose record is not in the tree is
+writes from a JSON under records/checks/: a row whose record is not in the tree is
 a failure.
 """
 
@@ -40,7 +40,7 @@ RUNS = {
 
 @functools.lru_cache(maxsize=None)
 def record(run):
-    return json.loads((REPO / "benchmarks" / (RUNS[run] + ".json")).read_text())
+    return json.loads((REPO / "records" / "bench" / (RUNS[run] + ".json")).read_text())
 
 
 @functools.lru_cache(maxsize=None)
@@ -327,7 +327,7 @@ CHECK_ROW = re.compile(r"^\| [0-9a-f]{12} \|")
 def check_rows():
     """{row as `check --markdown` writes it: the JSON files that give it}."""
     out = {}
-    for path in sorted((REPO / "checks").rglob("*.json")):
+    for path in sorted((REPO / "records" / "checks").rglob("*.json")):
         rows = json.loads(path.read_text())
         md = cmd_check.markdown(rows, types.SimpleNamespace(rel="-"), "-", "-")
         for line in md.splitlines():
@@ -346,9 +346,9 @@ def test_every_checks_row_has_its_json_in_the_tree():
 
 def test_checks_links_and_counts_match_their_json():
     text = (REPO / "CHECKS.md").read_text()
-    links = re.findall(r"\]\((checks/[^)]+)\)", text)
+    links = re.findall(r"\]\((records/checks/[^)]+)\)", text)
     assert links and [p for p in links if not (REPO / p).exists()] == []
-    cells = re.findall(r"\[(\d+)/(\d+) pass\]\((checks/[^)]+\.json)\)(?: \(kit ([0-9a-f]+)\))?", text)
+    cells = re.findall(r"\[(\d+)/(\d+) pass\]\((records/checks/[^)]+\.json)\)(?: \(kit ([0-9a-f]+)\))?", text)
     assert cells
     for passed, total, path, kit in cells:
         rows = json.loads((REPO / path).read_text())

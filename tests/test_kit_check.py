@@ -424,13 +424,13 @@ def test_a_flaky_failure_the_base_shows_passes(fake, capsys):
 
 
 def test_committed_records_without_runs_still_load():
-    # checks/**/*.json were written before runs were kept: each row is its
+    # records/checks/**/*.json were written before runs were kept: each row is its
     # own one run.  The audit's example: 004eb887 (6.12, kcsan/stress)
     # failed in one run and passed in the next, which together is flaky.
     import glob
     import json
     from pathlib import Path
-    root = Path(__file__).resolve().parent.parent / "checks"
+    root = Path(__file__).resolve().parent.parent / "records" / "checks"
     files = sorted(glob.glob(str(root / "**" / "*.json"), recursive=True))
     assert files
     for path in files:
@@ -440,9 +440,10 @@ def test_committed_records_without_runs_still_load():
                                          for c in kernel.RUN_CELLS), path
 
     def row_of(name):
-        rows = json.loads((root / "6.12" / name).read_text())
+        rows = json.loads((root / "6.12" / "3541088105fd" / name).read_text())
         return next(r for r in rows if r["commit"].startswith("004eb887"))
-    failed, passed = row_of("kcsan-stress-s25-run1.json"), row_of("kcsan-stress.json")
+    failed, passed = (row_of("kcsan-stress-20261205-081145.json"),
+                      row_of("kcsan-stress-20261205-085819.json"))
     assert "ext2_new_inode" in kernel.runs_of(failed)[0]["failure"]
     both = kernel.judge_runs(dict(passed, runs=kernel.runs_of(failed) + kernel.runs_of(passed)),
                              known={})

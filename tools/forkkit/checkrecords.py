@@ -1,6 +1,6 @@
 """The committed check records, read only: every run of every cell.
 
-``check --json`` writes a table's rows to a file under checks/<ver>/; a
+``check --json`` writes a table's rows to a file under records/checks/<ver>/; a
 table run again (a second run, a ``--force`` of the base, a later kit) is
 another file, so one cell (kernel version, commit, flavour, test) has runs
 in many files, and one run can be in several (a cached row repeats the
@@ -29,8 +29,8 @@ IMPORT_SUBJECT = "Import Debian "
 
 def record_files(root):
     """[(kernel version, path relative to `root`)] of every check JSON
-    under `root`/checks/<version>/, sorted."""
-    top = os.path.join(root, "checks")
+    under `root`/records/checks/<version>/, sorted."""
+    top = os.path.join(root, "records", "checks")
     out = []
     for ver in sorted(os.listdir(top)) if os.path.isdir(top) else []:
         for d, _, files in os.walk(os.path.join(top, ver)):
