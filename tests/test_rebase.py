@@ -22,6 +22,7 @@ from conftest import BALLOC, INODE, KERNEL_FILES, make_tarball
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
 from forkkit import cmd_rebase  # noqa: E402
+from forkkit.common import sha256_file  # noqa: E402
 
 BODY = "Signed-off-by: A U Thor <author@example.org>"
 SERIES = [
@@ -576,3 +577,94 @@ def test_continue_after_an_interrupted_lay_out_then_abort(kit, monkeypatch):
     assert "left alone: refs/heads/series/9.9" in res.err
     assert "left alone: refs/heads/topic" not in res.err, res
     assert kit.refs() == refs and dir_snapshot(kit.repo / "patches") == files
+
+
+def named_series(kit, rel="next"):
+    """A copy of patches/ in `rel`/ with `branches: next` in its base, laid out."""
+    d = kit.repo / rel
+    shutil.copytree(kit.repo / "patches", d)
+    (d / "base").write_text((d / "base").read_text() + "branches: next\n")
+    kit.commit_repo("named series")
+    res = kit.fork("branches", "--series", rel)
+    assert res.rc == 0, res
+
+
+def test_named_series_moves_into_its_own_branches_beside_a_backport(kit):
+    """--series next --into next/9.8 while backports/9.8 lives on 9.8: the
+    result keeps `branches: next` and is laid out as next/9.8 and
+    next-topic/9.8/..., leaving series/9.8, backport/ and topic/ alone."""
+    prepare(kit)
+    named_series(kit)
+    bp = kit.repo / "backports" / "9.8"
+    bp.mkdir(parents=True)
+    (bp / "series").write_text("")
+    tb = tarball_other(kit)
+    args = ("rebase", "--onto", "9.8", "--tarball", tb, "--debian-version", "9.8.3-1",
+            "--series", "next", "--into", "next/9.8", "--no-check")
+    refs = kit.refs()
+    # beside a series on another 9.8 snapshot: refused before anything moves
+    (bp / "base").write_text("package: linux-source-9.8\nversion: 9.8.2-1\nupstream: 9.8.2\n"
+                             "sha256: %s\n" % ("0" * 64))
+    kit.commit_repo("backport dir")
+    res = kit.fork(*args)
+    assert res.rc == 1 and "backports/9.8/ is on linux-source-9.8 9.8.2-1" in res.err, res
+    assert kit.refs() == refs and not (kit.repo / "next" / "9.8").exists()
+    (bp / "base").write_text("package: linux-source-9.8\nversion: 9.8.3-1\nupstream: 9.8.3\n"
+                             "sha256: %s\n" % sha256_file(tb))
+    kit.commit_repo("backport dir on the same snapshot")
+    res = kit.fork(*args)
+    assert res.rc == 0, res
+    dest = kit.repo / "next" / "9.8"
+    assert (dest / "base").read_text().endswith("\nbranches: next\n")
+    assert "next/9.8/ is now on linux-source-9.8 9.8.3-1" in res.out
+    now = kit.refs()
+    head = now["refs/heads/next/9.8"]
+    assert now["refs/heads/next-topic/9.8/ext2-late-inode-change"] == head
+    assert kit.git("rev-list", "--count", "refs/heads/distro/9.8..%s" % head) == "4"
+    for ref, val in refs.items():
+        assert now[ref] == val, ref
+    assert not [r for r in now if r.startswith(("refs/heads/series/9.8",
+                                                "refs/heads/backport/"))]
+    # now next/9.8 holds next's branches on 9.8: in place onto 9.8 is refused
+    kit.commit_repo("next/9.8")
+    res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1", "--series", "next", "--no-check")
+    assert res.rc == 1 and "next/9.8/ already lives on" in res.err \
+        and "--into next/9.8" in res.err, res
+
+
+def test_named_series_in_place_keeps_its_branches_line(kit):
+    prepare(kit)
+    named_series(kit)
+    refs = kit.refs()
+    res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                   "--debian-version", "9.8.3-1", "--series", "next", "--no-check")
+    assert res.rc == 0, res
+    assert (kit.repo / "next" / "base").read_text().endswith("\nbranches: next\n")
+    now = kit.refs()
+    assert now["refs/heads/next-topic/9.8/ext2-late-inode-change"] == now["refs/heads/next/9.8"]
+    assert "next/9.9 still points at the old head" in res.out
+    for ref, val in refs.items():
+        if not ref.startswith("refs/fork/prev/"):
+            assert now[ref] == val, ref
+    assert "refs/heads/series/9.8" not in now
+
+
+def test_abort_of_an_interrupted_lay_out_under_a_branches_name(kit, monkeypatch):
+    """The next/<ver> and next-topic/ refs a lay-out made are the rebase's
+    own: --abort removes them."""
+    from forkkit import cmd_branches
+    prepare(kit)
+    named_series(kit)
+    refs = kit.refs()
+    with monkeypatch.context() as mp:
+        mp.setattr(cmd_branches, "move_branch", interrupting(cmd_branches.move_branch, 3))
+        res = kit.fork("rebase", "--onto", "9.8", "--tarball", tarball_other(kit),
+                       "--debian-version", "9.8.3-1", "--series", "next", "--into",
+                       "next/9.8", "--no-check")
+        assert res.rc == 130, res
+    assert [r for r in kit.refs() if r.startswith("refs/heads/next-topic/9.8/")]
+    res = kit.fork("rebase", "--abort")
+    assert res.rc == 0 and "left alone" not in res.err, res
+    assert kit.refs() == refs
+    assert not (kit.repo / "next" / "9.8").exists()

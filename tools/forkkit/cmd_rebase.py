@@ -39,7 +39,11 @@ Where the result goes: by default the series is updated in place (its
 source series is left as it was; that directory must hold no patches yet.
 Two series cannot share a ``distro/<ver>``/``series/<ver>`` pair, so a series
 that already lives on the target major.minor makes the rebase refuse and say
-which ``--into`` to use.
+which ``--into`` to use.  A series with a ``branches: NAME`` line in its base
+file keeps it where it goes (``--series next --into next/6.12``: branches
+``next/6.12`` and ``next-topic/6.12/<name>``, beside ``series/6.12``), unless
+the ``--into`` directory already has a base file, whose line (or its lack)
+then decides.
 
 On success the patch files are written (``git format-patch``, as ``save``
 writes them), the branches are laid out again (``topic/<name>`` or
@@ -76,7 +80,9 @@ from .common import (ForkError, Lock, Progress, fork_entry, dep14, ensure_dir, g
 
 HELP = "move the series onto another Debian snapshot (import, replay, range-diff, check)"
 
-# Refs a rebase may change; --abort puts exactly these back.
+# Refs a rebase may change; --abort puts exactly these back.  A series
+# with a `branches: NAME` line adds refs/heads/NAME and refs/heads/NAME-topic
+# (namespaces()).
 NAMESPACES = ["refs/heads/distro", "refs/heads/topic", "refs/heads/backport",
               "refs/heads/series", "refs/tags/debian", "refs/fork"]
 
@@ -170,8 +176,17 @@ def drop_state():
             os.unlink(path)
 
 
-def snapshot_refs():
-    out = git(["for-each-ref", "--format=%(refname) %(objectname)"] + NAMESPACES)
+def namespaces(branches):
+    """NAMESPACES plus those of the `branches:` name the result is laid out under."""
+    if not branches:
+        return list(NAMESPACES)
+    return NAMESPACES + ["refs/heads/%s" % branches, "refs/heads/%s-topic" % branches]
+
+
+def snapshot_refs(st=None):
+    """{ref: id} of the refs this rebase may change (namespaces of `st`)."""
+    out = git(["for-each-ref", "--format=%(refname) %(objectname)"]
+              + (st or {}).get("namespaces", NAMESPACES))
     return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
 
@@ -191,7 +206,7 @@ def snapshot_dir(rel):
 
 def claim(st, before):
     """Record the refs that changed since `before` as set by this rebase."""
-    now = snapshot_refs()
+    now = snapshot_refs(st)
     ours = st.setdefault("ours", {})
     for ref in set(now) | set(before):
         if now.get(ref) != before.get(ref):
@@ -498,6 +513,19 @@ def conflict_help(st, i):
 
 # ---------------------------------------------------------------- start
 
+def dest_branches(src, dest_rel):
+    """The `branches:` name of the result: the destination's own when it has
+    a base file already, else the source series' (a series keeps its branch
+    names when it moves: next/ -> next/<ver>, next-topic/<ver>/...)."""
+    if dest_rel != src.rel and os.path.isfile(os.path.join(repo_root(), dest_rel, "base")):
+        return series_mod.Series(dest_rel).branch_name
+    return src.branch_name
+
+
+def head_branch(branches, kver):
+    return "%s/%s" % (branches, kver) if branches else "series/%s" % kver
+
+
 def check_destination(src, dest_rel, kver, sha):
     """Refuse, before anything changes, what the result could not be stored as."""
     for rel in {src.rel, dest_rel}:
@@ -521,19 +549,29 @@ def check_destination(src, dest_rel, kver, sha):
             if dest.kver != kver:
                 raise ForkError("%s/base is for %s, not linux-source-%s: choose another --into"
                                 % (dest_rel, dest.package, kver))
-    for other in series_mod.all_series():
-        if other.rel == dest_rel or other.kver != kver:
+    head = head_branch(dest_branches(src, dest_rel), kver)
+    for other in series_mod.stored_series():
+        if other.rel in (dest_rel, src.rel) or other.kver != kver:
+            continue
+        if dest_rel != src.rel and other.base["sha256"] != sha:
+            raise ForkError("%s/ is on %s %s (distro/%s), another snapshot than the one asked "
+                            "for: a series beside it must be on the same one (`--onto %s`), "
+                            "or move %s/ first. Nothing was changed."
+                            % (other.rel, other.package, other.base.get("version"), kver,
+                               other.base.get("version"), other.rel))
+    for other in series_mod.stored_series():
+        if other.rel == dest_rel or other.kver != kver or other.head_branch != head:
             continue
         if other.rel == src.rel:
             raise ForkError("%s/ itself is on %s: onto the same major.minor the series moves in "
                             "place; drop --into" % (src.rel, other.package))
-        raise ForkError("%s/ already lives on %s (distro/%s, series/%s); two series cannot "
+        raise ForkError("%s/ already lives on %s (distro/%s, %s); two series cannot "
                         "share them. Rebase into it with `--into %s` (it must hold no patches), "
                         "or move it away first. Nothing was changed."
-                        % (other.rel, other.package, kver, kver, other.rel))
+                        % (other.rel, other.package, kver, head, other.rel))
 
 
-def check_branches(src, old_base, kver):
+def check_branches(src, old_base, kver, target):
     known = {patch_id_of_file(p) for p in src.patches}
     problems = foreign_report([b for _, b in src.topics()] + [src.head_branch], old_base, known)
     if problems:
@@ -541,7 +579,6 @@ def check_branches(src, old_base, kver):
                         "only the stored patches:\n%s\nSave them first (`tools/fork save "
                         "--series %s`), or keep them under another name. Nothing was changed."
                         % (src.rel, "\n".join(problems), src.rel))
-    target = "series/%s" % kver
     base = ref_commit("refs/heads/distro/%s" % kver)
     if base and target != src.head_branch:
         extra = foreign_commits(target, base, known)
@@ -593,8 +630,9 @@ def start(args):
         print("%s/ is already based on %s %s: nothing to do" % (src.rel, package, version))
         return 0
     check_destination(src, dest_rel, kver, sha)
+    branches = dest_branches(src, dest_rel)
     old_base = find_snapshot(src)
-    check_branches(src, old_base, kver)
+    check_branches(src, old_base, kver, head_branch(branches, kver))
     prog.say("old base %s (%s %s); computing the old series head"
              % (old_base[:12], src.package, src.base.get("version")))
     old_head = apply_patches(old_base, src.patches)
@@ -613,11 +651,12 @@ def start(args):
     st = {
         "version": 1, "phase": "starting", "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "source": src.rel, "dest": dest_rel,
+        "branches": branches, "namespaces": namespaces(branches),
         "onto": {"kver": kver, "package": package, "version": version,
                  "upstream": cmd_import.upstream_of(version), "sha256": sha, "tarball": tarball},
         "old": {"kver": src.kver, "base": old_base, "head": old_head, "base_info": src.base},
         "new_base": None,
-        "refs": snapshot_refs(),
+        "refs": snapshot_refs({"namespaces": namespaces(branches)}),
         "ktree_head": ktree_head(), "ktree_detached": False,
         "files": {rel: snapshot_dir(rel) for rel in sorted({src.rel, dest_rel})},
         "patches": patches,
@@ -701,6 +740,8 @@ def write_series(st, head):
     with open(os.path.join(path, "base"), "w") as fh:
         fh.write("package: %s\nversion: %s\nupstream: %s\nsha256: %s\n"
                  % (o["package"], o["version"], o["upstream"], o["sha256"]))
+        if st.get("branches"):
+            fh.write("branches: %s\n" % st["branches"])
     return names
 
 
@@ -733,7 +774,7 @@ def write_result(st):
     wt = worktree()
     settle(st)
     st["phase"] = "finishing"
-    st["laying_out"] = snapshot_refs()
+    st["laying_out"] = snapshot_refs(st)
     save_state(st)
     try:
         names = write_series(st, head_of(wt))
@@ -775,8 +816,9 @@ def report_result(st, dest, new_head, names):
                      % (ktree(), st["ktree_head"][len("refs/heads/"):], ktree(),
                         st["ktree_head"][len("refs/heads/"):]))
     if dest.rel == st["source"] and dest.kver != old["kver"]:
-        notes.append("series/%s still points at the old head %s; the old topic tips are kept "
-                     "under refs/fork/prev/" % (old["kver"], old["head"][:12]))
+        notes.append("%s still points at the old head %s; the old topic tips are kept "
+                     "under refs/fork/prev/" % (head_branch(st.get("branches"), old["kver"]),
+                                                old["head"][:12]))
     notes.append("review and commit %s/ in %s" % (dest.rel, repo_root()))
     print("\n" + "\n".join("note: " + n for n in notes))
 
@@ -967,7 +1009,7 @@ def restore(st, prog):
             am(wt, ["--abort"])
         run(["git", "reset", "-q", "--hard"], cwd=wt, check=False)
         run(["git", "clean", "-q", "-f", "-d"], cwd=wt, check=False)
-    now = snapshot_refs()
+    now = snapshot_refs(st)
     orig = st["refs"]
     ours = st.get("ours", {})
     todo, alone = [], []
