@@ -891,6 +891,25 @@ def test_run_with_control_runs_warmup_icount(tmp_path, fake_world):
     assert "Student's t" in md
 
 
+def test_the_files_of_a_run_name_no_path_of_this_machine(tmp_path, fake_world):
+    """bench.json (and bench.cmd) may be committed as records (records/bench/):
+    the work directory's files relative to it, and no `cd` to this checkout."""
+    doc = cmd_bench.run_bench(opts(tmp_path, out=None), out=lambda s: None)
+    work = tmp_path / "work"
+    rdir = Path(doc["run"]["dir"])
+    assert rdir.parent == work / "bench"                # the run itself: absolute paths
+    text = (rdir / "bench.json").read_text()
+    assert str(work) not in text
+    data = json.loads(text)
+    assert data["run"]["dir"] == "bench/" + doc["run"]["id"]
+    assert [b["log"] for b in data["boots"]] == \
+        [os.path.relpath(b["log"], str(work)) for b in doc["boots"]]
+    assert all((work / b["log"]).is_file() for b in data["boots"])
+    cmd = (rdir / "bench.cmd").read_text().splitlines()
+    assert cmd[-1] == doc["run"]["command"] and not any(l.startswith("cd ") for l in cmd)
+    assert cmd[-2] == "# run from the top directory of the repository:"
+
+
 @pytest.mark.parametrize("kw, msg", [
     ({"runs": 2, "warmup": 2}, "--warmup less than --runs"),
     ({"runs": 0}, "--runs must be at least 1"),

@@ -596,6 +596,11 @@ def run_main(*argv):
     return cli.main(["fstests"] + list(argv))
 
 
+def stores(rec):
+    """The kernels' records in a --record directory (not its scripts/)."""
+    return [d for d in sorted(rec.iterdir()) if d.name != "scripts"]
+
+
 def test_pipeline_new_failure_exits_1(pipeline, capsys):
     pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
                             "series-7.3.bzImage": {"generic/002": "notrun",
@@ -611,6 +616,11 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
                         .read_text())
     assert report["meta"]["fstests_commit"].startswith("63a29724")
     assert report["meta"]["fstests_url"] == "/b/xfstests.bundle"
+    # the markdown may be committed (records/fstests/<ver>/quick.md): a local
+    # bundle is named from the repository, not by this machine's path
+    md = Path(report["meta"]["run_dir"], "fstests.md").read_text()
+    assert "\n- fstests: %s at 63a29724" % os.path.relpath("/b/xfstests.bundle", fstests.repo_root()) in md
+    assert "- fstests: /" not in md
     assert report["totals"]["series"] == {"pass": 1, "fail": 1, "notrun": 1, "seconds": 9}
     assert report["meta"]["command"] == ("tools/fork fstests distro/7.3 series/7.3 generic/001 "
                                          "generic/002 generic/013")
@@ -912,9 +922,9 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
                             "series-7.3.bzImage": {"generic/002": "notrun"}}
     pipeline["stop_after"] = 1
     assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 3
-    stores = sorted(p.name for p in rec.iterdir())
-    assert len(stores) == 2
-    for name in stores:
+    names = [p.name for p in stores(rec)]
+    assert len(names) == 2
+    for name in names:
         d = rec / name
         kernel = json.loads((d / "kernel.json").read_text())
         assert name.startswith(kernel["image_sha256"][:16])
@@ -924,10 +934,22 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
         assert boot["n"] == 1 and boot["console"] == "boot-1/console.log.xz"
         assert (d / "boot-1" / "result.xml").read_text().count("<testcase") == 1
         assert (d / "boot-1" / "e2fsck.txt").exists()
-        # which harness ran it: the guest script itself and its key
-        script = (d / "boot-1" / "guest-script.sh").read_text()
-        assert "generic/001\ngeneric/002\ngeneric/013\nFORK_EOF" in script
+        # which harness ran it: its key, and its guest script once in the
+        # record's directory, without the test list (tests.json has the
+        # tests) and with the time limit the boot names set to 1
+        assert not (d / "boot-1" / "guest-script.sh").exists()
+        script = (rec / "scripts" / (boot["guest_script"] + ".sh")).read_text()
+        assert hashlib.sha256(script.encode()).hexdigest() == boot["guest_script"]
+        assert "fork-tests <<'FORK_EOF'\nTESTS\nFORK_EOF" in script
+        assert "generic/0" not in script and boot["time_limit_s"] >= 60
+        assert script == fstests.guest_script(["TESTS"], 1)
+        assert boot["guest_script"].startswith(boot["harness"])
         assert boot["harness"] == fstests.harness_key() and len(boot["kit"]) >= 12
+        # and no path of this machine: the work directory's files relative to it
+        fsck = (d / "boot-1" / "e2fsck.txt").read_text()
+        assert "\nfstests/kernels/%s/boot-1/test.img: " % name in fsck
+        for f in ("boots.json", "boot-1/e2fsck.txt"):
+            assert str(tmp_path) not in (d / f).read_text(), f
         assert "FSTESTS-BEGIN" in subprocess.run(["xzcat", str(d / "boot-1" / "console.log.xz")],
                                                  capture_output=True, text=True).stdout
     shutil.rmtree(os.environ["FORK_WORKDIR"])          # a fresh machine
@@ -950,23 +972,26 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     md = Path(report["meta"]["run_dir"], "fstests.md").read_text()
     assert "- results recorded in `%s/<kernel>/`" % rec in md
     assert "package versions %s" % report["meta"]["root_packages"] in md
-    for name in stores:
+    for name in names:
         assert sorted(json.loads((rec / name / "tests.json").read_text())) == tests
         assert (rec / name / "boot-2" / "result.xml").exists()
+    # four boots, one harness: one script
+    boot = json.loads((rec / names[0] / "boots.json").read_text())[0]
+    assert [p.name for p in (rec / "scripts").iterdir()] == [boot["guest_script"] + ".sh"]
 
 
 def test_record_of_another_root_is_kept_and_not_used(pipeline, tmp_path, monkeypatch):
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "--record", str(rec)) == 0
-    first = sorted(p.name for p in rec.iterdir())
+    first = [p.name for p in stores(rec)]
     root = fsroot.ensure_root(None, None)
     monkeypatch.setattr(fsroot, "ensure_root", lambda prog, log: dict(
         root, package_versions=["xfsprogs 6.1.0-1"]))     # debootstrap on another day
     shutil.rmtree(os.environ["FORK_WORKDIR"])
     assert run_main("generic/001", "--record", str(rec)) == 0
     assert len(pipeline["boots"]) == 4                  # both kernels ran again
-    now = sorted(p.name for p in rec.iterdir())
+    now = [p.name for p in stores(rec)]
     assert len(now) == 4 and set(first) < set(now)      # the old record is still there
 
 
@@ -974,7 +999,7 @@ def test_record_that_names_another_kernel_is_refused(pipeline, tmp_path, capsys)
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "--record", str(rec)) == 0
-    kernel = next(rec.iterdir()) / "kernel.json"
+    kernel = stores(rec)[0] / "kernel.json"
     meta = json.loads(kernel.read_text())
     kernel.write_text(json.dumps(dict(meta, fstests_commit="0" * 40)))
     capsys.readouterr()
@@ -1005,7 +1030,7 @@ def test_record_is_written_after_every_boot(pipeline, tmp_path, capsys):
     assert run_main("generic/001", "generic/002", "--record", str(rec)) == 1
     assert "QEMU died (test)" in capsys.readouterr().err
     recorded = {json.loads((d / "kernel.json").read_text())["rev"]:
-                json.loads((d / "tests.json").read_text()) for d in rec.iterdir()}
+                json.loads((d / "tests.json").read_text()) for d in stores(rec)}
     assert list(recorded) == ["distro/7.3"]
     assert sorted(recorded["distro/7.3"]) == ["generic/001", "generic/002"]
 
@@ -1016,7 +1041,7 @@ def test_record_identity_is_checked(pipeline, tmp_path, capsys, key):
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "--record", str(rec)) == 0
-    for d in rec.iterdir():
+    for d in stores(rec):
         meta = json.loads((d / "kernel.json").read_text())
         (d / "kernel.json").write_text(json.dumps(dict(meta, **{key: "other"})))
     shutil.rmtree(os.environ["FORK_WORKDIR"])
@@ -1036,7 +1061,7 @@ def test_record_fresh_forgets_the_recorded_tests_too(pipeline, tmp_path):
     assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
     pipeline["stop_after"] = 0                      # the limit before any test
     assert run_main("generic/001", "--fresh", "--record", str(rec)) == 3
-    for d in rec.iterdir():
+    for d in stores(rec):
         assert list(json.loads((d / "tests.json").read_text())) == ["generic/002"]
     pipeline["stop_after"] = None
     shutil.rmtree(os.environ["FORK_WORKDIR"])
@@ -1051,7 +1076,7 @@ def test_record_and_store_with_other_boots_of_one_number_are_refused(pipeline, t
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "--record", str(rec)) == 0
-    for d in rec.iterdir():                         # another machine's boot 1
+    for d in stores(rec):                         # another machine's boot 1
         boots = json.loads((d / "boots.json").read_text())
         boots[0]["id"] = "0123456789abcdef"
         (d / "boots.json").write_text(json.dumps(boots))
@@ -1066,7 +1091,7 @@ def test_malformed_record_is_one_line(pipeline, tmp_path, capsys, name, text):
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "--record", str(rec)) == 0
-    for d in rec.iterdir():
+    for d in stores(rec):
         (d / name).write_text(text)
     capsys.readouterr()
     assert run_main("generic/001", "--record", str(rec)) == 1
@@ -1083,7 +1108,7 @@ def test_record_keeps_each_boot_before_the_next(pipeline, tmp_path, capsys):
     pipeline["die_at"] = "generic/002"
     pipeline["crash"] = ("distro-7.3.bzImage", 2)
     assert run_main("generic/001", "generic/002", "generic/013", "--record", str(rec)) == 1
-    (d,) = list(rec.iterdir())
+    (d,) = stores(rec)
     tests = json.loads((d / "tests.json").read_text())
     assert tests["generic/001"]["status"] == "pass"
     assert tests["generic/002"]["status"] == "fail" and "died" in tests["generic/002"]["message"]

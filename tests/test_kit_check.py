@@ -473,3 +473,24 @@ def test_judge_runs():
     r = kernel.judge_runs(row((False, None), (False, None)))
     assert not r["passed"] and "flaky" not in r
     assert kernel.judge_runs(row((True, None), (True, None)))["passed"]
+
+
+def test_json_and_markdown_name_paths_relative_to_the_work_directory(fake, capsys, tmp_path):
+    """What --json and --markdown write may be committed as a record
+    (records/checks/): no path of this machine, the work directory's files
+    named relative to it; the terminal still names them where they are."""
+    import json
+    c1 = fake.commits[1]
+    fake.fail["boot"].add(c1)
+    js, md = tmp_path / "out.json", tmp_path / "out.md"
+    rc, out = run(fake, capsys, c1, "--json", str(js), "--markdown", str(md))
+    assert rc == 1
+    assert "%s test: kernel report in the console log (%s/logs/check-" % (c1[:12], fake.work) \
+        in out
+    for f in (js, md):
+        assert str(fake.work) not in f.read_text(), f
+    (row,) = json.loads(js.read_text())
+    assert row["log"].startswith("logs/check-") and (fake.work / row["log"]).is_file()
+    assert row["details"]["boot"] == row["log"] + ".console"
+    assert "console log (%s.console)" % row["log"] in row["details"]["test"]
+    assert "- %s test: " % c1[:12] in md.read_text()

@@ -71,7 +71,7 @@ from . import benchlib, guesttests
 from .kbuild import build
 from .qemu import ICOUNT_ARGS, failure_message, run_guest
 from .common import (ForkError, Progress, check_output_dir, ensure_dir, ktree, repo_root,
-                     rev_parse, run, which, wpath)
+                     rev_parse, run, which, workdir_relative, wpath)
 
 HELP = "A/B benchmarks (stock vs series) in QEMU, side by side, with lock statistics"
 
@@ -441,9 +441,12 @@ def reproduce_cmd(opts, kernels):
 
 
 def write_outputs(doc, rdir, base, gnuplot, prog):
-    """bench.json/.md/.cmd/.png in the run directory, latest.* beside it."""
+    """bench.json/.md/.cmd/.png in the run directory, latest.* beside it;
+    they may become records (records/bench/): bench.json names the work
+    directory's files relative to it, bench.cmd runs from the top of any
+    checkout."""
     with open(os.path.join(rdir, "bench.json"), "w") as fh:
-        json.dump(doc, fh, indent=1, sort_keys=True)
+        json.dump(workdir_relative(doc), fh, indent=1, sort_keys=True)
         fh.write("\n")
     md = benchlib.steps_markdown(doc) if doc.get("steps") is not None else benchlib.markdown(doc)
     with open(os.path.join(rdir, "bench.md"), "w") as fh:
@@ -451,10 +454,10 @@ def write_outputs(doc, rdir, base, gnuplot, prog):
     first, last = ends(doc["kernels"])
     with open(os.path.join(rdir, "bench.cmd"), "w") as fh:
         fh.write("#!/bin/sh\n# fork bench %s: A = %s (%s), B = %s (%s)\n# as run: %s\n"
-                 "cd %s && %s\n"
+                 "# run from the top directory of the repository:\n%s\n"
                  % (doc["run"]["id"], first["rev"], first["commit"],
                     last["rev"], last["commit"],
-                    doc["run"]["as_run"], shlex.quote(repo_root()), doc["run"]["command"]))
+                    doc["run"]["as_run"], doc["run"]["command"]))
     os.chmod(os.path.join(rdir, "bench.cmd"), 0o755)
     png = plot(doc, rdir, gnuplot, prog)
     made = [e for e in OUTPUTS if os.path.exists(os.path.join(rdir, "bench." + e))]
@@ -710,7 +713,7 @@ def run_bench(opts, prog=None, out=print):
     except BaseException:
         doc["run"]["failed"] = True
         with open(os.path.join(rdir, "partial.json"), "w") as fh:
-            json.dump(doc, fh, indent=1, sort_keys=True)
+            json.dump(workdir_relative(doc), fh, indent=1, sort_keys=True)
         prog.say("partial results in %s/partial.json" % rdir)
         raise
     finally:

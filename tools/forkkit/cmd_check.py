@@ -65,7 +65,7 @@ import time
 
 from . import funcdiff, guesttests, kbuild, kernel, reports
 from .common import (ForkError, Lock, Progress, check_output_path, ensure_dir, git, git_ok,
-                     require_ktree, rev_parse, sha256_file, which, wpath)
+                     require_ktree, rev_parse, sha256_file, which, workdir_relative, wpath)
 from .kbuild import FLAVOURS, SANITIZERS
 from .qemu import qemu_binary
 from .series import PRIMARY, Series
@@ -383,10 +383,12 @@ def main(args):
             check_output_path(path, what)
     series = Series(args.series)
     rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
+    # the files may become records: their paths relative to the work directory
+    kept = workdir_relative(rows)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+            json.dump(kept, fh, indent=1)
     if args.markdown:
         with open(args.markdown, "w") as fh:
-            fh.write(markdown(rows, series, args.config, args.test))
+            fh.write(markdown(kept, series, args.config, args.test))
     return 0 if all(r["passed"] for r in rows) else 1

@@ -45,6 +45,37 @@ def wpath(*parts):
     return path
 
 
+def workdir_relative(data):
+    """`data` (a string, or lists and dicts of them) with every absolute
+    path into the work directory made relative to it, wherever it stands
+    in a string: "console log: /home/u/fork/work/logs/x.log" becomes
+    "console log: logs/x.log".  Records (records/README.md) keep paths so,
+    naming no machine; a reader joins them with workdir()."""
+    prefix = workdir().rstrip(os.sep) + os.sep
+
+    def text(s):
+        out, i = [], 0
+        while True:
+            j = s.find(prefix, i)
+            if j < 0:
+                return "".join(out) + s[i:]
+            # only where a path begins, not inside a longer one
+            if j and (s[j - 1].isalnum() or s[j - 1] in "._-~$/"):
+                out.append(s[i:j + 1])
+                i = j + 1
+            else:
+                out.append(s[i:j])
+                i = j + len(prefix)
+
+    if isinstance(data, str):
+        return text(data)
+    if isinstance(data, (list, tuple)):
+        return [workdir_relative(v) for v in data]
+    if isinstance(data, dict):
+        return {k: workdir_relative(v) for k, v in data.items()}
+    return data
+
+
 def ensure_dir(path):
     os.makedirs(path, exist_ok=True)
     return path

@@ -1,10 +1,10 @@
 """fstests results kept in the repository (``fstests --record DIR``).
 
-A quick-group run takes hours per kernel under TCG, longer than a session
-on a machine that may be fresh next time: the run is done in sittings, and
-each sitting's per-test results must outlive the machine's work/.  With
---record DIR, after every boot the kit writes what that kernel has
-finished into DIR/<store>/, a directory to commit:
+A quick-group run takes hours per kernel under TCG, longer than one may
+keep a machine, whose work/ may be fresh next time: the run is done in
+parts (--time-limit), and each part's per-test results must outlive the
+machine's work/.  With --record DIR, after every boot the kit writes what
+that kernel has finished into DIR/<store>/, a directory to commit:
 
     kernel.json   what produced the results: the image's full sha256, the
                   commit, tree and kernel version, the guest root's key and
@@ -12,12 +12,19 @@ finished into DIR/<store>/, a directory to commit:
                   commit and patches, the profile
     tests.json    every finished test: status, seconds, message
     boots.json    every boot: tests asked and done, e2fsck of both disks,
-                  kernel reports, time
+                  kernel reports, time, its guest script (guest_script,
+                  the sha256 of DIR/scripts/<sha256>.sh) and time limit
     boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
+
+and DIR/scripts/<sha256>.sh, each guest script once: the script a boot ran
+without its test list (the tests it finished are in boots.json, their
+results in tests.json) and with the time limit its boot names set to 1,
+which is the text fstests.harness_key() hashes.  Paths in the record are
+relative to the record (boot-<n>/...) or to the work directory.
 
 <store> is the name of the kit's own store for that kernel
 (<image sha256[:16]>-<root key>-<root packages>-<profile>).  The next
-sitting, here or on a fresh machine, builds the same commit and gets the
+part, here or on a fresh machine, builds the same commit and gets the
 same image (kbuild's builds are reproducible: fixed timestamp, user, host
 and build number), finds the record by that name and runs only what is
 missing.  Another image, another root or other package versions give
@@ -28,9 +35,10 @@ import hashlib
 import json
 import lzma
 import os
+import re
 import shutil
 
-from .common import ForkError, ensure_dir
+from .common import ForkError, ensure_dir, workdir_relative
 from .fstests import write_json
 
 # kernel.json keys that must match for a record to be read as this kernel's
@@ -111,15 +119,52 @@ def console_path(recdir, n):
 
 
 def _xz(src, dest):
-    with open(src, "rb") as fh, lzma.open(dest + ".tmp", "wb") as out:
-        shutil.copyfileobj(fh, out)
+    """src xz'd to dest, its paths into the work directory made relative."""
+    with open(src, "rb") as fh:
+        text = fh.read().decode(errors="surrogateescape")
+    with lzma.open(dest + ".tmp", "wb") as out:
+        out.write(workdir_relative(text).encode(errors="surrogateescape"))
     os.replace(dest + ".tmp", dest)
+
+
+# the guest script's test list (fstests.guest_script()) and its time limit
+SCRIPT_TESTS_RE = re.compile(r"(/results/fork-tests <<'FORK_EOF'\n)(.*?)(\nFORK_EOF\n)", re.S)
+SCRIPT_LIMIT_RE = re.compile(r"\( sleep (\d+); echo FSTESTS-TIME-LIMIT;")
+SCRIPTS = "scripts"
+
+
+def script_template(script):
+    """(the guest script without its test list and with a time limit of 1,
+    the limit it had) -- the text fstests.harness_key() hashes -- or
+    (script, None) when it is not one that guest_script() writes."""
+    tests, limit = SCRIPT_TESTS_RE.search(script), SCRIPT_LIMIT_RE.search(script)
+    if not (tests and limit):
+        return script, None
+    out = SCRIPT_TESTS_RE.sub(lambda m: m.group(1) + "TESTS" + m.group(3), script, count=1)
+    return SCRIPT_LIMIT_RE.sub("( sleep 1; echo FSTESTS-TIME-LIMIT;", out, count=1), \
+        int(limit.group(1))
+
+
+def save_script(top, path):
+    """The guest script at `path` kept once in top/scripts/<sha256>.sh;
+    returns the boot's keys that name it."""
+    with open(path) as fh:
+        text, limit = script_template(fh.read())
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    dest = os.path.join(ensure_dir(os.path.join(top, SCRIPTS)), sha + ".sh")
+    if not os.path.exists(dest):
+        with open(dest + ".tmp", "w") as fh:
+            fh.write(text)
+        os.replace(dest + ".tmp", dest)
+    return {"guest_script": sha, "time_limit_s": limit}
 
 
 def save(recdir, identity, tests, boots):
     """Write the record of this kernel: identity, boots, tests.  The files
-    of a boot made here are copied into boot-<n>/ (the console xz'd); a
-    boot-<n> that the record holds for another boot is refused."""
+    of a boot made here are copied into boot-<n>/ (the console xz'd), its
+    guest script into the scripts of the record's directory; paths into
+    the work directory become relative to it; a boot-<n> that the record
+    holds for another boot is refused."""
     recdir = os.path.abspath(recdir)
     ensure_dir(recdir)
     on_disk = {}
@@ -137,16 +182,26 @@ def save(recdir, identity, tests, boots):
                             "move one of them away" % (dest, there.get("id"), b["n"], b.get("id")))
         if not recorded and there is None:
             if os.path.exists(dest):
-                raise ForkError("%s exists but %s/boots.json does not list it (a sitting "
+                raise ForkError("%s exists but %s/boots.json does not list it (a run "
                                 "killed while saving?): move it away" % (dest, recdir))
             ensure_dir(dest)
             if b.get("console") and os.path.exists(b["console"]):
                 _xz(b["console"], console_path(recdir, b["n"]))
             if b.get("xunit") and os.path.exists(b["xunit"]):
                 shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
-            for f in ("e2fsck.txt", "guest-script.sh"):
-                if os.path.exists(os.path.join(b["dir"], f)):
-                    shutil.copy(os.path.join(b["dir"], f), os.path.join(dest, f))
+            fsck = os.path.join(b["dir"], "e2fsck.txt")
+            if os.path.exists(fsck):
+                with open(fsck, newline="") as fh, \
+                        open(os.path.join(dest, "e2fsck.txt"), "w", newline="") as copy:
+                    copy.write(workdir_relative(fh.read()))
+            script = os.path.join(b["dir"], "guest-script.sh")
+            if os.path.exists(script):
+                b.update(save_script(os.path.dirname(recdir), script))
+        elif there is not None:
+            # what the record knows of the boot and this machine's store
+            # does not (its script, how it was read)
+            b = dict(there, **b)
+        b = workdir_relative(b)
         b["dir"] = name
         b["console"] = os.path.join(name, CONSOLE) if b.get("console") else None
         b["xunit"] = name + "/result.xml" if b.get("xunit") else None

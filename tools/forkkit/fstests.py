@@ -569,7 +569,10 @@ def markdown(meta, rows, excluded):
         out.append("- %s: `%s` (%s), image sha256 %s" % (side, m["rev"], m["commit"][:12],
                                                          m["image_sha256"][:16]))
     patched = meta.get("fstests_patches") or []
-    out += ["- fstests: %s at %s%s" % (meta["fstests_url"], meta["fstests_commit"],
+    url = meta["fstests_url"]
+    if os.path.isabs(url):      # a local clone or bundle, named from the repository
+        url = os.path.relpath(url, repo_root())
+    out += ["- fstests: %s at %s%s" % (url, meta["fstests_commit"],
                                        " + ci/fstests/patches: %s" % ", ".join(patched)
                                        if patched else ""),
             "- guest root: %s (Debian %s%s)" % (meta["root_key"], meta["suite"],
