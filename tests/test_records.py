@@ -14,11 +14,17 @@ script became one file per harness); what they say may not:
 * every records/fstests/<ver>/quick.md is what `fstests --markdown` writes
   from the records beside it (all but the fstests URL, which no record
   holds), so the records regenerate it byte for byte.
+
+And they are data: no path of the machine that made them (nor in any
+document), no program, no name that says when in the work they were made,
+each guest script once.
 """
 
 import collections
 import glob
+import hashlib
 import json
+import lzma
 import re
 import subprocess
 import sys
@@ -30,7 +36,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import checkrecords, cmd_fstests, fsrecord, fstests  # noqa: E402
+from forkkit import checkrecords, cmd_fstests, common, fsrecord, fstests  # noqa: E402
 
 # The last commit with the records at checks/, fstests/ and benchmarks/.
 BEFORE = "15e773d8ab2b960b743cc5988b0c574db9b28a1d"
@@ -170,3 +176,122 @@ def test_quick_md_is_what_its_records_write(md):
 
 def test_every_version_has_its_quick_md():
     assert [Path(p).parent.name for p in quick_docs()] == ["6.1", "6.12", "7.3"]
+
+
+# ---------------------------------------------------------------------------
+# records as data: no host paths, no code, no history in names, scripts once
+
+def tracked(*paths):
+    return subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--"] + list(paths),
+                          capture_output=True, text=True, check=True).stdout.split("\0")[:-1]
+
+
+def text_of(rel):
+    """A tracked file's text (an .xz one's decompressed), None if binary
+    (or taken away in this checkout)."""
+    if not (REPO / rel).is_file():
+        return None
+    data = (REPO / rel).read_bytes()
+    if rel.endswith(".xz"):
+        data = lzma.decompress(data)
+    return None if b"\0" in data else data.decode(errors="replace")
+
+
+# an absolute path into a host's directories, where a path begins
+HOST_PATH = re.compile(r"(?<![\w.~$/-])/(?:work|tmp|home|root)/[^\s\"'`)\]]*")
+# the lock file the kit's bench command takes: the same on every machine
+SHARED_LOCK = "/tmp/heavy.lock"
+
+
+def host_paths(rels):
+    return ["%s: %s" % (rel, p) for rel in rels for p in HOST_PATH.findall(text_of(rel) or "")
+            if p != SHARED_LOCK]
+
+
+def test_no_record_names_a_path_of_the_machine_that_made_it():
+    rels = tracked("records")
+    assert len(rels) > 250
+    assert host_paths(rels) == []
+
+
+def test_no_document_or_data_file_names_a_host_path():
+    """The whole repository but its code: tools/, tests/, ci/ and scripts
+    hold guest paths (/tmp/stress.out in the guest) and test inputs."""
+    code = ("tools/", "tests/", "ci/", ".")
+    rels = [r for r in tracked() if not r.startswith(code)
+            and not r.endswith((".py", ".sh", ".c", ".h"))]
+    assert "CHECKS.md" in rels and "README.md" in rels
+    assert host_paths(rels) == []
+
+
+def test_host_paths_are_found():
+    """The scan finds what the old records held, and not guest paths."""
+    assert HOST_PATH.findall('"log": "/work/main/work/logs/check-x.log",') == \
+        ["/work/main/work/logs/check-x.log"]
+    assert HOST_PATH.findall("e2fsck: /home/u/fork/work/fstests/kernels/k/boot-3/test.img: 11") \
+        == ["/home/u/fork/work/fstests/kernels/k/boot-3/test.img:"]
+    assert HOST_PATH.findall("mount -t tmpfs tmpfs /mnt/root/tmp; HOME=/root; $tmp/root/x") == []
+
+
+def test_no_code_in_records():
+    """Records are data: no program (the bench .cmd files are the command
+    of their run; guest scripts are kept by sha256 under scripts/)."""
+    rels = tracked("records")
+    code = [r for r in rels if r.endswith((".py", ".pl", ".c", ".h"))
+            or (text_of(r) or "").startswith("#!") and not r.endswith(".cmd")]
+    assert code == []
+    shells = [r for r in rels if r.endswith(".sh")]
+    assert shells and all(re.match(r"records/fstests/[^/]+/scripts/[0-9a-f]{64}\.sh$", r)
+                          for r in shells), shells
+
+
+HISTORY_NAME = re.compile(r"(?i)(?:^|[-_.])(?:s\d+|stop\d*|before|sitting\w*|session\w*|"
+                          r"run\d+)(?:[-_.]|$)")
+
+
+def test_no_name_in_records_says_when_in_the_work_it_was_made():
+    parts = {part for r in tracked("records") for part in r.split("/")}
+    assert [p for p in sorted(parts) if HISTORY_NAME.search(p)] == []
+    assert HISTORY_NAME.search("before-s25") and HISTORY_NAME.search("faults-io-s25-base.json")
+    assert HISTORY_NAME.search("kcsan-stress-run1.json") and HISTORY_NAME.search("v3-s19")
+
+
+def test_each_boot_names_its_guest_script_kept_once():
+    """A boot's guest script is records/fstests/<ver>/scripts/<sha256>.sh,
+    without the test list (tests.json holds the tests): one file per
+    harness however many boots ran it."""
+    named = collections.Counter()
+    for bj in (REPO / "records" / "fstests").glob("*/*/boots.json"):
+        assert not list(bj.parent.glob("boot-*/guest-script.sh"))
+        for b in json.loads(bj.read_text()):
+            if not b.get("guest_script"):
+                assert not b.get("harness") or b.get("kit") is None, (bj, b["n"])
+                continue
+            script = bj.parent.parent / "scripts" / (b["guest_script"] + ".sh")
+            text = script.read_text()
+            assert hashlib.sha256(text.encode()).hexdigest() == b["guest_script"]
+            assert b["guest_script"].startswith(b["harness"])
+            assert "fork-tests <<'FORK_EOF'\nTESTS\nFORK_EOF" in text
+            assert "( sleep 1; echo FSTESTS-TIME-LIMIT;" in text
+            named[script] += 1
+    kept = list((REPO / "records" / "fstests").glob("*/scripts/*.sh"))
+    assert sorted(kept) == sorted(named) and sum(named.values()) > 2 * len(kept)
+
+
+@pytest.mark.parametrize("profile", [None, fstests.make_profile(1024)])
+def test_a_guest_scripts_kept_form_is_what_the_harness_key_hashes(profile):
+    script = fstests.guest_script(["generic/001", "ext4/002"], 1234, profile)
+    kept, limit = fsrecord.script_template(script)
+    assert (kept, limit) == (fstests.guest_script(["TESTS"], 1, profile), 1234)
+    assert hashlib.sha256(kept.encode()).hexdigest()[:16] == fstests.harness_key(profile)
+    assert fsrecord.script_template("echo other\n") == ("echo other\n", None)
+
+
+def test_workdir_relative(monkeypatch, tmp_path):
+    work = tmp_path / "w"
+    monkeypatch.setenv("FORK_WORKDIR", str(work))
+    data = {"log": "%s/logs/a.log" % work, "n": 3, "list": ["x (%s/k/b.img): y" % work],
+            "other": "/elsewhere%s/logs/a.log and %s2/x" % (work, work)}
+    assert common.workdir_relative(data) == {
+        "log": "logs/a.log", "n": 3, "list": ["x (k/b.img): y"],
+        "other": "/elsewhere%s/logs/a.log and %s2/x" % (work, work)}
