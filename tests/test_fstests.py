@@ -980,6 +980,30 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     assert [p.name for p in (rec / "scripts").iterdir()] == [boot["guest_script"] + ".sh"]
 
 
+def test_a_recorded_boot_stays_as_the_record_has_it(pipeline, tmp_path):
+    """The next boot of a kernel rewrites its boots.json: a boot it already
+    held keeps the record's entry (edited there, or written by an older
+    kit), not this machine's store's copy of it."""
+    rec = tmp_path / "rec"
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["stop_after"] = 1
+    assert run_main("generic/001", "generic/002", "--time-limit", "600", "--record",
+                    str(rec)) == 3
+    for d in stores(rec):
+        boots = json.loads((d / "boots.json").read_text())
+        boots[0].update(error="as the record has it", ingested="read by hand")
+        (d / "boots.json").write_text(json.dumps(boots))
+    pipeline["stop_after"] = None
+    assert run_main("generic/001", "generic/002", "--time-limit", "600", "--record",
+                    str(rec)) == 0
+    for d in stores(rec):
+        boots = json.loads((d / "boots.json").read_text())
+        assert [b["n"] for b in boots] == [1, 2]
+        assert (boots[0]["error"], boots[0]["ingested"]) == ("as the record has it",
+                                                             "read by hand")
+        assert boots[1]["error"] is None and "ingested" not in boots[1]
+
+
 def test_record_of_another_root_is_kept_and_not_used(pipeline, tmp_path, monkeypatch):
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}

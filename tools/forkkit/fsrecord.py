@@ -198,9 +198,10 @@ def save(recdir, identity, tests, boots):
             if os.path.exists(script):
                 b.update(save_script(os.path.dirname(recdir), script))
         elif there is not None:
-            # what the record knows of the boot and this machine's store
-            # does not (its script, how it was read)
-            b = dict(there, **b)
+            # a boot once recorded does not change: the record's entry
+            # stands (its script, how it was read, its paths), whatever
+            # this machine's store holds for it
+            b = dict(b, **there)
         b = workdir_relative(b)
         b["dir"] = name
         b["console"] = os.path.join(name, CONSOLE) if b.get("console") else None
