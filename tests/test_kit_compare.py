@@ -40,3 +40,24 @@ def test_output_may_refresh_an_earlier_report(kit):
     res = compare_to(kit, report)
     assert res.rc == 0, res
     assert "stale line" not in report.read_text()
+
+
+def test_summary_lists_every_pair_of_a_long_series(kit):
+    """git range-diff pads the patch numbers with spaces once a side has
+    nine patches or more (" 1:  abc = 1:  abc"); the summary lists those
+    pairs too, not only the unpadded ones."""
+    kit.imported()
+    body = "Signed-off-by: A U Thor <author@example.org>"
+    kit.make_patches([("fs/ext2/balloc.c", "/* balloc line %d */\n" % i,
+                       "/* balloc line %d: changed */\n" % i, "ext2: change line %d" % i, body)
+                      for i in range(1, 11)])
+    kit.commit_repo("ten patches")
+    out = kit.tmp / "cmp.md"
+    res = compare_to(kit, out)
+    assert res.rc == 0, res
+    summary = out.read_text().split("```")[1]
+    pairs = [l for l in summary.splitlines() if l.strip()]
+    assert len(pairs) == 10, summary
+    assert [l.split(":")[0].strip() for l in pairs] == [str(i) for i in range(1, 11)]
+    assert all(" = " in l for l in pairs)
+    assert pairs[9].startswith("10:  ") and pairs[9].endswith("ext2: change line 10")

@@ -80,7 +80,7 @@ def report(a, b):
     rb = "%s..%s" % (rev_parse(b.distro_branch), stored_head(b))
     cmd = ["range-diff", "--no-color", ra, rb]
     out = git(cmd)
-    pairs = [line for line in out.splitlines() if re.match(r"^(-|\d+):\s+\S+ [=!<>] ", line)]
+    pairs = [line for line in out.splitlines() if re.match(r"^ *(-|\d+):\s+\S+ [=!<>] ", line)]
     lines = ["# %s/ vs %s/" % (a.rel, b.rel), ""]
     for s, rng in ((a, ra), (b, rb)):
         lines.append("- `%s/`: %s %s, `%s` = %s (%d patches)"
