@@ -7,10 +7,12 @@ moved under records/, their host paths became relative, each boot's guest
 script became one file per harness); what they say may not:
 
 * every check cell's verdict over all its runs, and what failed each
-  failing run, are those of the records at BEFORE, the last commit with
-  the old layout (checks/, fstests/, benchmarks/);
-* every fstests record's test statuses, totals and boots are those at
-  BEFORE;
+  failing run, at AFTER (the move's last commit) are those of the records
+  at BEFORE, the last commit with the old layout (checks/, fstests/,
+  benchmarks/), read with today's loaders (records added since have no
+  earlier verdict to compare with);
+* every fstests record's test statuses, totals and boots at AFTER are
+  those at BEFORE;
 * every records/fstests/<ver>/quick.md is what `fstests --markdown` writes
   from the records beside it (all but the fstests URL, which no record
   holds), so the records regenerate it byte for byte.
@@ -42,20 +44,23 @@ from forkkit import checkrecords, cmd_fstests, common, fsrecord, fstests  # noqa
 BEFORE = "15e773d8ab2b960b743cc5988b0c574db9b28a1d"
 # where each kind of record was at BEFORE, and where it is now
 OLD_LAYOUT = {"checks": "records/checks", "fstests": "records/fstests"}
+# The last commit of the move to records/.
+AFTER = "c115545357bb6089be37da833317875d4a656d66"
+NEW_LAYOUT = {"records/checks": "records/checks", "records/fstests": "records/fstests"}
 
 
-def old_records(dest):
-    """The check and fstests records of BEFORE, laid out as records/ is
-    now under `dest`; skips when this clone lacks BEFORE (a shallow one)."""
-    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", BEFORE + "^{commit}"],
+def old_records(dest, commit=BEFORE, layout=OLD_LAYOUT):
+    """The check and fstests records of `commit`, laid out as records/ is
+    now under `dest`; skips when this clone lacks it (a shallow one)."""
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", commit + "^{commit}"],
                       capture_output=True).returncode != 0:
-        pytest.skip("commit %s is not in this clone (fetch the whole history)" % BEFORE[:12])
+        pytest.skip("commit %s is not in this clone (fetch the whole history)" % commit[:12])
     tar = dest / "old.tar"
-    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(tar), BEFORE] + list(OLD_LAYOUT),
+    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(tar), commit] + list(layout),
                    check=True)
     with tarfile.open(str(tar)) as tf:
         tf.extractall(str(dest / "old"))
-    for old, new in OLD_LAYOUT.items():
+    for old, new in layout.items():
         (dest / new).parent.mkdir(parents=True, exist_ok=True)
         (dest / "old" / old).rename(dest / new)
     return dest
@@ -102,15 +107,20 @@ def before(tmp_path_factory):
     return old_records(tmp_path_factory.mktemp("before"))
 
 
-def test_every_check_verdict_is_the_one_before(before):
-    old, new = check_summary(before), check_summary(REPO)
+@pytest.fixture(scope="module")
+def after(tmp_path_factory):
+    return old_records(tmp_path_factory.mktemp("after"), AFTER, NEW_LAYOUT)
+
+
+def test_every_check_verdict_is_the_one_before(before, after):
+    old, new = check_summary(before), check_summary(after)
     assert len(new) > 300
     assert {k: v for k, v in new.items() if old.get(k) != v} == {}
     assert sorted(old) == sorted(new)
 
 
-def test_every_fstests_record_says_what_it_said_before(before):
-    old, new = fstests_summary(before), fstests_summary(REPO)
+def test_every_fstests_record_says_what_it_said_before(before, after):
+    old, new = fstests_summary(before), fstests_summary(after)
     assert len(new) >= 8
     assert sorted(old) == sorted(new)
     for rec in new:
