@@ -24,8 +24,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import benchlib, cmd_bench, guesttests  # noqa: E402
-from forkkit.common import ForkError  # noqa: E402
+from forkkit.guest import guesttests  # noqa: E402
+from forkkit.verify import bench as cmd_bench, benchlib  # noqa: E402
+from forkkit.core.errors import ForkError  # noqa: E402
 
 FULL = benchlib.SIZES["full"]
 QUICK = benchlib.SIZES["quick"]

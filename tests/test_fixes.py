@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import guesttests, series as series_mod  # noqa: E402
+from forkkit.guest import guesttests  # noqa: E402
+from forkkit.repo import series as series_mod  # noqa: E402
 
 FIXES = REPO / "fixes"
 README = (FIXES / "README.md").read_text()

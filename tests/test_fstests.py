@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import FORK, PYTHON, ROOT
-from forkkit import cmd_fstests, fsroot, fstests, kbuild
-from forkkit.common import ForkError
+from forkkit.build import kbuild, kconfig, make
+from forkkit.guest import fsroot
+from forkkit.verify import fstests, fstests_run as cmd_fstests
+from forkkit.core.errors import ForkError
 
 XUNIT = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="xfstests" failures="1" skipped="1" tests="3" time="20" hostname="fstests">
@@ -289,14 +291,14 @@ def test_console_tests_with_kernel_messages_between():
 # ---------------------------------------------------------------- kconfig
 
 def test_fstests_flavour_fragment():
-    assert kbuild.FLAVOURS["fstests"] == ["base.config", "fstests.config"]
-    opts = {s: (v, ip) for s, v, ip in kbuild.parse_fragment(
+    assert kconfig.FLAVOURS["fstests"] == ["base.config", "fstests.config"]
+    opts = {s: (v, ip) for s, v, ip in kconfig.parse_fragment(
         str(ROOT / "ci" / "kconfig" / "fstests.config"))}
     for sym in ("CONFIG_BLK_DEV_LOOP", "CONFIG_QUOTA", "CONFIG_QFMT_V2", "CONFIG_BLK_DEV_DM",
                 "CONFIG_DM_FLAKEY", "CONFIG_DM_SNAPSHOT", "CONFIG_DM_LOG_WRITES",
                 "CONFIG_TMPFS_POSIX_ACL", "CONFIG_TMPFS_XATTR", "CONFIG_SYSCTL"):
         assert opts[sym] == ("y", False), sym
-    base = {s for s, v, ip in kbuild.parse_fragment(str(ROOT / "ci" / "kconfig" / "base.config"))
+    base = {s for s, v, ip in kconfig.parse_fragment(str(ROOT / "ci" / "kconfig" / "base.config"))
             if v == "y"}
     # the root disk and ext2 with xattr/ACL/security come from base.config
     assert {"CONFIG_VIRTIO_BLK", "CONFIG_EXT4_FS", "CONFIG_DEVTMPFS", "CONFIG_EXT2_FS_XATTR",
@@ -993,7 +995,7 @@ def test_record_must_be_a_directory(pipeline, tmp_path, capsys):
 def test_images_are_reproducible():
     """The version string's #N is fixed (else it counts the links made in a
     build directory, and two builds of one commit differ there)."""
-    env = kbuild.make_env()
+    env = make.make_env()
     assert env["KBUILD_BUILD_VERSION"] == "1"
     assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_USER"] and env["KBUILD_BUILD_HOST"]
 

@@ -97,7 +97,7 @@ def test_ci_selection_base_vs_series():
                     reason="the broken-patch fstests run needs FORK_FSTESTS=1 (not in CI, "
                            "for time)")
 def test_fault_bfree_is_a_new_failure():
-    from forkkit.common import ktree
+    from forkkit.core.paths import ktree
     k = ktree()
     branch = "refs/heads/scratch/fstests-fault"
 

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from forkkit import initramfs, qemu as cmd_boot
-from forkkit.common import ForkError
+from forkkit.guest import initramfs, qemu as cmd_boot
+from forkkit.core.errors import ForkError
 
 CONSOLE = """\
 # qemu-system-x86_64 -append console=ttyS0 panic=-1
@@ -310,7 +310,7 @@ def test_boot_passes_the_flavour_boot_arguments_before_the_users(tmp_path, monke
     """`boot --config kasan` boots with the arguments check and bisect give a
     kasan kernel (acpi=noirq: without it the boot can hang, CHECKS.md), then
     --append; the base flavour adds nothing."""
-    from forkkit import cmd_boot as verb
+    from forkkit.verbs import boot as verb
     kernel = tmp_path / "bzImage"
     kernel.write_bytes(b"\0")
     seen = []

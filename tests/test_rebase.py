@@ -21,7 +21,7 @@ from pathlib import Path
 from conftest import BALLOC, INODE, KERNEL_FILES, make_tarball
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from forkkit import cmd_rebase  # noqa: E402
+from forkkit.repo import rebase as cmd_rebase  # noqa: E402
 
 BODY = "Signed-off-by: A U Thor <author@example.org>"
 SERIES = [
@@ -521,7 +521,7 @@ def test_ctrl_c_at_each_step_of_the_lay_out_then_abort_restores_everything(kit, 
     """--skip writes the series files, then moves each branch (refs/fork/prev,
     the branch, refs/fork/laid): interrupted after any of those steps,
     --abort puts every ref and every series file back."""
-    from forkkit import cmd_branches
+    from forkkit.repo import branches as cmd_branches
     refs, files = prepare(kit)
     start_b(kit)
     back = keep_kit(kit)
@@ -558,7 +558,7 @@ def test_ctrl_c_at_each_step_of_the_lay_out_then_abort_restores_everything(kit, 
 def test_continue_after_an_interrupted_lay_out_then_abort(kit, monkeypatch):
     """A lay-out cut short, laid out again by --continue: the refs the first
     one moved are still the rebase's own for --abort."""
-    from forkkit import cmd_branches
+    from forkkit.repo import branches as cmd_branches
     refs, files = prepare(kit)
     start_b(kit)
     with monkeypatch.context() as mp:

@@ -67,7 +67,7 @@ IDENT = {"GIT_AUTHOR_NAME": "Fork Kit Tests", "GIT_AUTHOR_EMAIL": "fork-kit@loca
 def ktree():
     import sys
     sys.path.insert(0, os.path.join(TOP, "tools"))
-    from forkkit.common import ktree as kt
+    from forkkit.core.paths import ktree as kt
     return kt()
 
 

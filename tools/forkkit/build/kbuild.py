@@ -1,43 +1,33 @@
-"""Building one revision: the config flavours (ci/kconfig fragments merged
-onto allnoconfig and asserted), the private build worktree, the W=1/sparse
-patchcheck, checkpatch, and the store of built images (work/kernels/, by
-sha256, indexed by tree, flavour and config).  The verb's help (cmd_build)
-describes it for the user; kernel.py puts it together with the boot and the
-verdict.
+"""Building one revision: the commit checked out in the build worktree
+(make), configured with its flavour (kconfig), built, recompiled with W=1
+(patchcheck), and the store of built images (work/kernels/, by sha256,
+indexed by tree, flavour, config and the build's own code).  The verb's
+help (verbs/build.py) describes it for the user; verify/kernel.py puts it
+together with the boot and the verdict.
+
+Every module of this package decides what an image is: their hash
+(build_key()) is part of every image's index key.  What does not decide
+it stays outside the package (the boot arguments in guest/qemu.py, the
+fragments' hash of the check cache in verify/kernel.py, checkpatch in
+verify/checkpatch.py).
 """
 
-import hashlib
 import json
 import os
 import re
 import shutil
-import subprocess
-import tempfile
 import time
 
-from .common import (ForkError, Lock, Progress, cpu_count, ensure_dir, git, ktree, new_log,
-                     repo_root, require_ktree, rev_parse, run, sha256_file, tail, wpath)
-
-FLAVOURS = {
-    "base": ["base.config"],
-    "debug": ["base.config", "debug.config"],
-    "lockstat": ["base.config", "lockstat.config"],
-    "kcsan": ["base.config", "kcsan.config"],
-    "kasan": ["base.config", "kasan.config"],
-    # only to measure inline against outline KASAN (CHECKS.md)
-    "kasan-inline": ["base.config", "kasan.config", "kasan-inline.config"],
-    "faults": ["base.config", "faults.config"],
-    # the guest of `fstests` (Debian root on a virtio disk, loop, dm, quota)
-    "fstests": ["base.config", "fstests.config"],
-}
-# Flavours whose kernels report races, bad accesses or leaks outside
-# ext2 as well: reports there are judged by kernel.judge_reports().
-SANITIZERS = ("kcsan", "kasan", "kasan-inline", "faults")
-# Flavours with kmemleak: the guest init scans after the test, and a run
-# whose scan did not happen (kmemleak disabled itself) fails.
-KMEMLEAK_FLAVOURS = ("kasan", "kasan-inline", "faults")
-BUILD_DEPS = [("make", "make"), ("gcc", "gcc"), ("flex", "flex"), ("bison", "bison"),
-              ("bc", "bc"), ("cpio", "cpio")]
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.paths import ensure_dir, new_log, wpath
+from ..core.progress import Progress
+from ..core.proc import cpu_count, files_hash, run, sha256_file, tail
+from ..repo.git import git, require_ktree, rev_parse
+from ..repo.series import Series
+from .kconfig import FLAVOURS, configure
+from .make import check_deps, checkout, make_args, make_env
+from .patchcheck import patchcheck
 
 
 class BuildResult:
@@ -45,300 +35,25 @@ class BuildResult:
         self.__dict__.update(kw)
 
 
-def check_deps():
-    for prog, pkg in BUILD_DEPS:
-        if not shutil.which(prog):
-            raise ForkError("build dependency %s is missing: run `apt-get install %s` "
-                            "(tools/setup installs all of them)" % (prog, pkg))
-    for header, pkg in (("/usr/include/libelf.h", "libelf-dev"),
-                        ("/usr/include/openssl/ssl.h", "libssl-dev")):
-        if not os.path.exists(header):
-            raise ForkError("build dependency %s is missing (%s): run `apt-get install %s`"
-                            % (pkg, header, pkg))
-
-
 def default_rev():
-    from .series import Series
     return Series().head_branch
 
 
-def src_tree():
-    return wpath("src")
-
-
-def checkout(commit, log):
-    """Check `commit` out, detached, in the private src worktree."""
-    src = src_tree()
-    if not os.path.exists(os.path.join(src, ".git")):
-        run(["git", "worktree", "prune"], cwd=ktree(), log=log)
-        run(["git", "worktree", "add", "-f", "--detach", src, commit], cwd=ktree(), log=log)
-        return src
-    dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=src)
-    if dirty:
-        raise ForkError("the build worktree %s has local changes (%s): it belongs to the fork "
-                        "kit; commit them in %s instead, then `git -C %s reset --hard` to drop "
-                        "them there" % (src, dirty.splitlines()[0].strip(), ktree(), src))
-    if git(["rev-parse", "HEAD"], cwd=src) != commit:
-        run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
-    return src
-
-
-def parse_fragment(path):
-    """[(symbol, value, if_present)] from a Kconfig fragment."""
-    out = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            if_present = "# if-present" in line
-            line = line.split("#", 1)[0].strip()
-            if not line:
-                continue
-            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
-            if not m:
-                raise ForkError("%s:%d: not a CONFIG_X=value line: %r" % (path, n, line))
-            out.append((m.group(1), m.group(2), if_present))
-    return out
-
-
-def fragment_options(flavour):
-    """The flavour's options; a later fragment's value for a symbol
-    replaces an earlier one's."""
-    opts = {}
-    for name in FLAVOURS[flavour]:
-        for sym, val, if_present in parse_fragment(os.path.join(repo_root(), "ci", "kconfig",
-                                                                name)):
-            opts.pop(sym, None)
-            opts[sym] = (sym, val, if_present)
-    return list(opts.values())
-
-
-def kconfig_defines(src, symbol):
-    proc = run(["git", "grep", "-q", "-E", r"^\s*(menu)?config %s\s*$" % symbol[len("CONFIG_"):],
-                "HEAD", "--", "*Kconfig*"], cwd=src, check=False)
-    return proc.returncode == 0
-
-
-def read_config(path):
-    cfg = {}
-    with open(path) as fh:
-        for line in fh:
-            line = line.strip()
-            m = re.match(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$", line)
-            if m:
-                cfg[m.group(1)] = m.group(2)
-            m = re.match(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$", line)
-            if m:
-                cfg[m.group(1)] = "n"
-    return cfg
-
-
-def assert_config(bdir, src, opts, flavour):
-    cfg = read_config(os.path.join(bdir, ".config"))
-    for sym, want, if_present in opts:
-        if if_present and not kconfig_defines(src, sym):
-            continue
-        got = cfg.get(sym, "n")
-        if got != want:
-            raise ForkError("config option %s=%s (asked for by ci/kconfig, flavour %s) is %s in "
-                            "%s/.config after olddefconfig: one of its `depends on` is not met "
-                            "or the symbol does not exist in this tree; fix the fragment"
-                            % (sym, want, flavour, "not set" if got == "n" else "=" + got, bdir))
-
-
-def make_env():
-    # Reproducible images: the same tree, config, toolchain and paths give
-    # the same bzImage in any build directory, so a fresh machine set up the
-    # same way rebuilds the same image.  Without a fixed
-    # KBUILD_BUILD_VERSION the "#N" of the version string counts the links
-    # made in that build directory (measured: two builds of one commit
-    # differed only there).  fstests --record relies on this.
-    env = {
-        "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2000",
-        "KBUILD_BUILD_USER": "forkkit",
-        "KBUILD_BUILD_HOST": "forkkit",
-        "KBUILD_BUILD_VERSION": "1",
-        "CCACHE_BASEDIR": os.path.dirname(wpath()),
-        "CCACHE_NOHASHDIR": "true",
-        "CCACHE_SLOPPINESS": "time_macros,include_file_mtime,include_file_ctime",
-    }
-    return env
-
-
-def make_args(src, bdir, jobs):
-    args = ["make", "-s", "-C", src, "O=%s" % bdir, "ARCH=x86_64", "-j%d" % jobs]
-    if shutil.which("ccache"):
-        args.append("CC=ccache gcc")
-    return args
-
-
-def configure(src, bdir, flavour, commit, log, prog):
-    opts = fragment_options(flavour)
-    merged = "".join("%s=%s\n" % (s, v) for s, v, ip in opts
-                     if not ip or kconfig_defines(src, s))
-    kconfigs = "\n".join(line for line in git(["ls-tree", "-r", commit], cwd=src).splitlines()
-                          if "/Kconfig" in line or "\tKconfig" in line)
-    key = hashlib.sha256((merged + kconfigs).encode()).hexdigest()
-    stamp = os.path.join(bdir, ".fork-config-key")
-    if os.path.exists(os.path.join(bdir, ".config")) and os.path.exists(stamp) \
-            and open(stamp).read() == key:
-        return key
-    prog.say("configuring %s (allnoconfig + %s)" % (bdir, " + ".join(FLAVOURS[flavour])))
-    if os.path.exists(stamp):
-        os.unlink(stamp)    # a failed configure must not leave a matching stamp behind
-    frag = os.path.join(bdir, "fork.config")
-    with open(frag, "w") as fh:
-        fh.write(merged)
-    run(make_args(src, bdir, 1) + ["KCONFIG_ALLCONFIG=%s" % frag, "allnoconfig"],
-        env=make_env(), log=log)
-    run(make_args(src, bdir, 1) + ["olddefconfig"], env=make_env(), log=log)
-    assert_config(bdir, src, opts, flavour)
-    with open(stamp, "w") as fh:
-        fh.write(key)
-    return key
-
-
-# gcc names the source as kbuild passed it: relative to the build dir
-# ("../../src/fs/ext2/inode.c" for O=work/build/<x>), absolute, or plain.
-WARN_RE = re.compile(r"^(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):(?:\d+:)? "
-                     r"(?:warning|error): (.*)$")
-
-
-def touched_files(commit, src):
-    parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
-    if not parents:
-        return []
-    return git(["diff-tree", "--no-commit-id", "--name-only", "-r", parents[0], commit],
-               cwd=src).split()
-
-
-def patchcheck(src, bdir, commit, jobs, log, prog):
-    """Recompile objects of touched files with W=1 (+sparse); return
-    (warnings, what became of sparse)."""
-    files = touched_files(commit, src)
-    objs = set()
-    for f in files:
-        if f.endswith(".c"):
-            cands = [f]
-        elif f.endswith(".h"):
-            d = os.path.dirname(f)
-            cands = [os.path.join(d, x) for x in os.listdir(os.path.join(src, d))
-                     if x.endswith(".c")] if d and os.path.isdir(os.path.join(src, d)) else []
-        else:
-            continue
-        for c in cands:
-            if os.path.exists(os.path.join(bdir, c[:-2] + ".o")):
-                objs.add(c[:-2] + ".o")
-    if not objs:
-        return [], "not run: no object of a touched file"
-    prog.say("patchcheck: W=1%s on %d objects of touched files"
-             % (" (+ sparse if the kernel accepts it)" if shutil.which("sparse") else "",
-                len(objs)))
-    touched = set(files)
-    warnings, failed, sparse = compile_warnings(src, bdir, objs, touched, jobs, log)
-    if sparse != "ran":
-        prog.say("patchcheck: sparse %s" % sparse)
-    if warnings:
-        # Only new warnings count: drop those the parent commit already has
-        # (same file and message; line numbers move).
-        parents = git(["rev-list", "--parents", "-n", "1", commit], cwd=src).split()[1:]
-        if parents:
-            prog.say("patchcheck: %d warnings; comparing with the parent %s"
-                     % (len(warnings), parents[0][:12]))
-            run(["git", "checkout", "-q", "--detach", parents[0]], cwd=src, log=log)
-            try:
-                old, _, _ = compile_warnings(src, bdir, objs, touched, jobs, log)
-            finally:
-                run(["git", "checkout", "-q", "--detach", commit], cwd=src, log=log)
-            seen = {}
-            for w in old:
-                seen[warning_key(w)] = seen.get(warning_key(w), 0) + 1
-            new = []
-            for w in warnings:
-                k = warning_key(w)
-                if seen.get(k):
-                    seen[k] -= 1
-                else:
-                    new.append(w)
-            warnings = new
-    if failed and not warnings:
-        warnings.append(failed)
-    return warnings, sparse
-
-
-def warning_key(line):
-    m = WARN_RE.match(line)
-    return (m.group(1), m.group(3)) if m else line
-
-
-# The kernel's Makefile (6.15 and later: scripts/checker-valid.sh) skips
-# sparse with this warning when sparse is missing or cannot parse what the
-# tree needs (__typeof_unqual__; bookworm's sparse 0.6.4 cannot).
-SPARSE_REFUSED_RE = re.compile(r"C=\d+ specified, but \S+ is not available or not up to date")
-
-
-def sparse_state(out, objs):
-    """What became of sparse in a C=1 recompile of `objs` (made without
-    make -s, so that kbuild prints a CHECK line per file sparse checks):
-    "ran", or why not."""
-    if not shutil.which("sparse"):
-        return "not run: sparse is not installed"
-    if SPARSE_REFUSED_RE.search(out):
-        return ("not run: this kernel refuses %s (scripts/checker-valid.sh: too old for "
-                "the tree)" % sparse_version())
-    # kbuild names the source as given to sparse: absolute in O= builds
-    checked = re.findall(r"^\s*CHECK\s+(\S+)$", out, re.M)
-    missing = sorted(o[:-2] + ".c" for o in objs
-                     if not any(c == o[:-2] + ".c" or c.endswith("/" + o[:-2] + ".c")
-                                for c in checked))
-    if missing:
-        return "not run on %s (no CHECK line)" % ", ".join(missing)
-    return "ran"
-
-
-def sparse_version():
-    proc = run(["sparse", "--version"], check=False)
-    return "sparse " + ((proc.stdout or proc.stderr or "").strip() or "(unknown version)")
-
-
-def compile_warnings(src, bdir, objs, touched, jobs, log):
-    """Recompile `objs` with W=1 (and sparse); return (warnings in touched
-    files, failure message or None, what became of sparse)."""
-    for o in objs:
-        try:
-            os.unlink(os.path.join(bdir, o))
-        except OSError:
-            pass
-    args = [a for a in make_args(src, bdir, jobs) if a != "-s"] + ["W=1"]
-    if shutil.which("sparse"):
-        args.append("C=1")
-    proc = run(args + sorted(objs), env=make_env(), cwd=src, check=False)
-    out = (proc.stdout or "") + (proc.stderr or "")
-    with open(log, "a") as fh:
-        fh.write("$ patchcheck %s\n%s\n" % (" ".join(sorted(objs)), out))
-    warnings = []
-    for line in out.splitlines():
-        m = WARN_RE.match(line.strip())
-        if m and m.group(1) in touched:
-            warnings.append(line.strip())
-    failed = None
-    if proc.returncode != 0:
-        failed = "recompiling %s failed: %s" % (" ".join(sorted(objs)), out.strip()[-500:])
-    return warnings, failed, sparse_state(out, objs)
-
-
-def _file_hash():
-    with open(os.path.abspath(__file__), "rb") as fh:
-        return hashlib.sha256(fh.read()).hexdigest()[:12]
+def _build_hash(here=None):
+    """A hash of every module of the build package (this directory)."""
+    return files_hash(here or os.path.dirname(os.path.abspath(__file__)))
 
 
 # Hashed once, when the kit is loaded (like kernel.kit_key()): an image
-# is indexed under the procedure that built it, even if this file is
+# is indexed under the procedure that built it, even if a module is
 # edited while the build runs.
-_BUILD_KEY = _file_hash()
+_BUILD_KEY = _build_hash()
 
 
 def build_key():
-    """A hash of the build procedure itself (this file): part of every
-    stored image's index key, so a changed procedure never reuses an image."""
+    """A hash of the build procedure itself (every module of this package:
+    make, kconfig, patchcheck, kbuild): part of every stored image's index
+    key, so a changed procedure never reuses an image."""
     return _BUILD_KEY
 
 
@@ -599,63 +314,6 @@ def tail_calls(bdir, subdir):
             t = OBJDUMP_TARGET_RE.search(line)
             jump = t.group(1) if t else ""
     return {f: sorted(t) for f, t in sorted(edges.items())}
-
-
-# checkpatch as a maintainer with a full tree runs it.  The imported
-# snapshot has no upstream history, so cited commits cannot be looked up.
-# Run from a directory without .git (GIT_DIR unset), checkpatch does not
-# try: the GIT_COMMIT_ID check then compares each citation with itself, which
-# enforces its form `commit <12+ hex> ("<title>")` (run inside a git tree
-# that lacks the commit, it would skip that check silently).  Without a
-# repository every citation also gets UNKNOWN_COMMIT_ID, which says nothing
-# about the patch, so that one warning is ignored.  --root gives checkpatch
-# the whole tree (spelling list, MAINTAINERS, const structs, ...).
-CHECKPATCH_ARGS = ["--strict", "--color=never", "--ignore", "UNKNOWN_COMMIT_ID"]
-
-
-def run_checkpatch_pl(root, patch):
-    """checkpatch.pl of `root` on `patch` (text) as described above;
-    returns the CompletedProcess."""
-    script = os.path.join(root, "scripts", "checkpatch.pl")
-    if not os.path.isfile(script):
-        raise ForkError("%s has no scripts/checkpatch.pl" % root)
-    nogit = tempfile.mkdtemp(prefix="checkpatch-", dir=ensure_dir(wpath("tmp")))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    try:
-        return subprocess.run(["perl", script] + CHECKPATCH_ARGS + ["--root=%s" % root, "-"],
-                              input=patch, cwd=nogit, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    finally:
-        shutil.rmtree(nogit, ignore_errors=True)
-
-
-def checkpatch(commit, src, log):
-    """checkpatch.pl --strict on one commit, with `src` (a checkout of it)
-    as the tree; return (cell, detail)."""
-    parents = git(["rev-list", "--parents", "-n", "1", commit]).split()[1:]
-    if not parents:
-        return "n/a", "base snapshot"
-    patch = git(["format-patch", "-1", "--stdout", commit])
-    try:
-        proc = run_checkpatch_pl(src, patch + "\n")
-    except ForkError as exc:
-        return "FAIL", str(exc)
-    with open(log, "a") as fh:
-        fh.write("$ checkpatch.pl %s %s\n%s%s\n" % (" ".join(CHECKPATCH_ARGS), commit,
-                                                   proc.stdout, proc.stderr))
-    summary = [l for l in proc.stdout.splitlines() if l.startswith("total:")]
-    if proc.returncode != 0:
-        problems = [l for l in proc.stdout.splitlines() if l.startswith(("ERROR:", "WARNING:",
-                                                                          "CHECK:"))]
-        return "FAIL", "; ".join(([summary[0]] if summary else []) + problems[:5]) \
-            or proc.stdout.strip()[-300:]
-    return "pass", summary[0] if summary else ""
-
-
-def run_checkpatch(commit, log):
-    """checkpatch() of `commit` in the build worktree, under the build lock."""
-    with Lock("build"):
-        return checkpatch(commit, checkout(commit, log), log)
 
 
 def error_lines(log):

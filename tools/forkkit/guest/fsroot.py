@@ -21,8 +21,11 @@ import re
 import shutil
 import time
 
-from . import debian
-from .common import ForkError, Lock, ensure_dir, repo_root, run, which
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.paths import ensure_dir, repo_root
+from ..core.proc import run, which
+from ..repo import debian
 
 FSTESTS_DIR = "/opt/xfstests"     # in the guest root
 

@@ -6,7 +6,9 @@ import hashlib
 import os
 import re
 
-from .common import ForkError, ensure_dir, repo_root, run, which, wpath
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, repo_root, wpath
+from ..core.proc import run, which
 
 # failslab and fail_page_alloc: quiet, and for every allocation (also
 # those that may sleep, order 0 and highmem); what arms them is up to the

@@ -10,7 +10,9 @@ import os
 import stat
 import shutil
 
-from .common import ForkError, ensure_dir, repo_root, run, wpath
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, repo_root, wpath
+from ..core.proc import run
 
 BUSYBOX = "/bin/busybox"
 

@@ -1,7 +1,8 @@
 """Booting a kernel in QEMU (TCG unless asked for KVM, always under a hard
 timeout, one guest at a time) with the busybox initramfs and a command, and
 reading the console: the command's exit status, its output, and every kernel
-report, quoted whole.  The verb's help (cmd_boot) describes it for the user.
+report, quoted whole.  The verb's help (verbs/boot.py) describes it for the
+user.
 """
 
 import os
@@ -11,8 +12,12 @@ import shutil
 import subprocess
 import time
 
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.paths import ensure_dir, new_log, wpath
+from ..core.progress import Progress
+from ..core.proc import tail
 from . import initramfs
-from .common import ForkError, Lock, Progress, ensure_dir, new_log, tail, wpath
 
 # Every kernel report that fails a boot, in the spelling of each supported
 # version (6.1, 6.12 and 7.3: taken from their lib/bug.c, kernel/panic.c,
@@ -77,8 +82,8 @@ def qemu_binary():
     return path
 
 
-# Kernel command line additions per config flavour (kept out of kbuild.py,
-# whose hash keys every stored image: they change how a kernel is booted,
+# Kernel command line additions per config flavour (kept out of build/,
+# whose modules' hash keys every stored image: they change how a kernel is booted,
 # not how it is built).  kasan_multi_shot: without it KASAN prints only
 # its first report, and a known one would hide the rest.  acpi=noirq:
 # under KASAN and TCG the ACPI interpreter needed ~30 s for the PCI
@@ -159,8 +164,12 @@ def report_block(log, problem):
 
 def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
               log=None, prog=None, label="boot", extra_files=None, icount=False,
-              cache="unsafe"):
-    """Boot `kernel` with `script` as the guest command; return a BootResult."""
+              cache="unsafe", follow=None):
+    """Boot `kernel` with `script` as the guest command; return a BootResult.
+
+    `follow`, a console.Follower of `log`, runs while QEMU does: started
+    just before it, stopped (having read the whole console) once it has
+    exited."""
     prog = prog or Progress("boot")
     qemu_binary()   # before building the initramfs
     log = log or new_log(label)
@@ -177,14 +186,21 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
     with Lock("guest"), open(log, "w") as fh:
         fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
         fh.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
+        if follow is not None:
+            follow.start()
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
-                timeout, log, tail(log, 8))
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
+                                    stderr=subprocess.STDOUT)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
+                    timeout, log, tail(log, 8))
+        finally:
+            if follow is not None:
+                follow.stop()
     secs = time.monotonic() - t0
     try:
         os.unlink(initrd)

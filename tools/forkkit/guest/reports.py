@@ -24,7 +24,7 @@ counter cross-check, a BUG in fs/ext2), leaks, races at unknown origin.
 
 import re
 
-from .funcdiff import ALL
+from ..repo.funcdiff import ALL
 from .qemu import BLOCK_END_RE, BLOCK_MAX, BLOCK_START_RE, PROBLEM_RE
 
 # A report between "=====" (or "cut here") markers is read to its closing

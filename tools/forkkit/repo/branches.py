@@ -1,4 +1,4 @@
-"""branches: lay out one stacked topic branch per patch of a stored series.
+"""The branches of a stored series: one stacked topic branch per patch.
 
 ``topic/<name>`` (``backport/<ver>/<name>`` for a backport) is the previous
 topic plus its one patch; ``series/<ver>`` is the top.  Commits are made
@@ -20,51 +20,17 @@ import os
 import shutil
 import tempfile
 
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, ktree, repo_root, wpath
+from ..core.progress import Progress
+from ..core.proc import run
 from . import series as series_mod
-from .common import (ForkError, Progress, ensure_dir, git, ktree, read_patch, repo_root,
-                     require_clean, require_ktree, rev_parse, run, wpath)
-
-HELP = "lay out topic/<name> branches and series/<ver> from the stored series"
+from .git import git, require_clean, require_ktree, rev_parse
+from .patchfile import mailinfo, patch_id_of_commit, patch_id_of_file, touched_files
 
 LAID = "refs/fork/laid/"
 PREV = "refs/fork/prev/"
 STORED = "refs/fork/stored/"
-
-
-def add_arguments(p):
-    p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series directory (default: %(default)s; e.g. backports/6.1)")
-
-
-def mailinfo(patch):
-    """Parse a format-patch file: (author, email, date, message)."""
-    tmp = tempfile.mkdtemp(prefix="mailinfo-", dir=ensure_dir(wpath("tmp")))
-    try:
-        msg = os.path.join(tmp, "msg")
-        body = os.path.join(tmp, "patch")
-        data = read_patch(patch)
-        # -b: drop the "[PATCH n/m]" that format-patch (and save) put in the
-        # subject, keep any other bracketed text; -k would keep "[PATCH]" in
-        # the commit message, and each save would add another one.
-        proc = run(["git", "mailinfo", "-b", msg, body], input=data, cwd=tmp)
-        info = {}
-        for line in proc.stdout.decode(errors="replace").splitlines():
-            if ": " in line:
-                k, v = line.split(": ", 1)
-                info[k] = v
-        with open(msg, errors="replace") as fh:
-            text = fh.read().strip()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if not info.get("Subject"):
-        raise ForkError("%s is not a git format-patch file (no Subject:)" % patch)
-    message = info["Subject"] + ("\n\n" + text if text else "") + "\n"
-    return info.get("Author", ""), info.get("Email", ""), info.get("Date", ""), message
-
-
-def patch_files(patch):
-    proc = run(["git", "apply", "--numstat", patch], cwd=ktree(), check=False)
-    return [line.split("\t")[-1] for line in (proc.stdout or "").splitlines() if "\t" in line]
 
 
 def apply_patch(parent, patch):
@@ -80,7 +46,7 @@ def apply_patch(parent, patch):
                             "Fix the patch (or rebase the series with `tools/fork rebase`); "
                             "no branch was changed."
                             % (os.path.relpath(patch), parent[:12],
-                               ", ".join(patch_files(patch)) or "?",
+                               ", ".join(touched_files(patch)) or "?",
                                proc.stderr.strip()))
         tree = git(["write-tree"], env=env)
     finally:
@@ -98,17 +64,6 @@ def apply_patches(base, patches):
     for patch in patches:
         head = apply_patch(head, patch)
     return head
-
-
-def patch_id_of_file(patch):
-    out = run(["git", "patch-id", "--stable"], input=read_patch(patch), cwd=ktree()).stdout
-    return out.decode().split()[0] if out.strip() else None
-
-
-def patch_id_of_commit(commit):
-    diff = run(["git", "show", "--format=", commit], cwd=ktree()).stdout
-    out = run(["git", "patch-id", "--stable"], input=diff.encode(), cwd=ktree()).stdout
-    return out.decode().split()[0] if out.strip() else None
 
 
 def branch_tip(branch):
@@ -256,7 +211,3 @@ def lay_out(series, out=print, quiet=False):
     out(prev)
     return prev
 
-
-def main(args):
-    lay_out(series_mod.Series(args.series))
-    return 0

@@ -24,7 +24,10 @@ import os
 import re
 import time
 
-from .common import ForkError, Lock, ensure_dir, run, sha256_file, wpath
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.paths import ensure_dir, wpath
+from ..core.proc import run, sha256_file
 
 # Suites the kit adds to the machine's own, per kind of mirror.
 EXTRA_SUITES = {
@@ -324,3 +327,37 @@ def snapshot(kver, wanted=None, tarball=None, debian_version=None, archive=False
              % (package, info["version"], info["suite"], info["deb_sha256"],
                 info["tarball_sha256"]))
     return info["tarball"], info["version"]
+
+
+def dep14(version):
+    """Debian version -> DEP-14 git tag component (~ -> _, : -> %)."""
+    return version.replace("~", "_").replace(":", "%")
+
+
+def newer(a, b):
+    """Debian version a > b."""
+    return run(["dpkg", "--compare-versions", a, "gt", b], check=False).returncode == 0
+
+
+def newest_for(series, prog, refresh, to=None):
+    update(prog, refresh)
+    current = series.base["version"]
+    found = versions(series.package)
+    if to:
+        match = [(v, s) for v, s in found if v == to]
+        if not match:
+            raise ForkError("%s %s is not in the archive (it has %s): name one of those with "
+                            "--to" % (series.package, to,
+                                      ", ".join(v for v, _ in found) or "no version"))
+        if not newer(to, current):
+            raise ForkError("%s is not newer than %s's base %s: update only moves forward "
+                            "(`rebase --onto` moves anywhere)" % (to, series.rel, current))
+        return match[0]
+    cands = [(v, s) for v, s in found if newer(v, current)]
+    if not cands:
+        return None
+    best = cands[0]
+    for v, s in cands[1:]:
+        if newer(v, best[0]):
+            best = (v, s)
+    return best

@@ -2,7 +2,7 @@
 
 The sanitizer rule excuses a report in ext2's code only where that code is
 stock: the commit has not changed any ext2 function the report names, and
-the base shows the same report (cmd_check, reports.judge).  "Changed" is
+the base shows the same report (verify/check.py, reports.judge).  "Changed" is
 decided conservatively:
 
 * a change to any file outside fs/ext2, to a file of fs/ext2 that is not a
@@ -30,7 +30,7 @@ closing "}" stand alone at column 0 (Documentation/process/coding-style.rst).
 
 import re
 
-from .common import git
+from .git import git
 
 ALL = "all"        # the commit changed ext2 beyond function bodies
 EXT2_DIR = "fs/ext2/"

@@ -1,35 +1,17 @@
-"""maintainers: write MAINTAINERS for this repository, in the kernel's format.
-
-For each patch of the series there is one entry, titled with the patch
-subject: ``F:`` lines name the upstream files the patch touches, and the
-``M:``/``R:``/``L:``/``S:`` lines are the base tree's own entries that
-``scripts/get_maintainer.pl`` yields for the patch.  They are copied from the
-base tree's MAINTAINERS (the sections ``get_maintainer.pl --sections``
-names, e.g. EXT2 FILE SYSTEM and THE REST), never typed in by hand, so the
-file says who `tools/fork export` will mail and why.  The fork's own areas
-(tools, tests, CI, backports, mailing) follow, maintained by the ext2-scale
-developers.
-
-The base tree is the series' distro commit, checked out sparsely (top-level
-files, scripts/, include/ and the touched directories) in a temporary
-worktree of the kernel tree; the user's checkout is not touched.
-
-``--check`` changes nothing and exits 1 if MAINTAINERS is missing or stale.
-``tools/fork export`` regenerates it.
-"""
+"""MAINTAINERS for this repository, in the kernel's format: per patch
+the base tree's own entries that get_maintainer.pl yields for it, then the
+fork's own areas (``tools/fork maintainers`` describes it for the user)."""
 
 import difflib
 import os
 import re
-import shutil
-import tempfile
 
-from . import series as series_mod
+from ..core.errors import ForkError
+from ..core.paths import repo_root
+from ..core.proc import run
+from .git import git
+from .patchfile import touched_files
 from .series import patch_subject
-from .common import (ForkError, Progress, ensure_dir, git, ktree, repo_root, require_ktree,
-                     rev_parse, run, wpath)
-
-HELP = "write MAINTAINERS: upstream maintainers per patch, and the fork's own areas"
 
 PROJECT_M = "ext2-scale developers <ext2-scale@lists.invalid>"
 # title -> files, in the kernel's alphabetical order
@@ -41,96 +23,11 @@ PROJECT_AREAS = [
 ]
 # get_maintainer.pl as b4 runs it (b4's send-auto-to-cmd / send-auto-cc-cmd)
 GM_OPTS = ["--nogit", "--nogit-fallback", "--nogit-chief-penguins", "--norolestats"]
-# What checkpatch.pl and get_maintainer.pl need of a tree besides the files a
-# series touches: top_of_kernel_tree() wants these directories to exist.
-TOP_DIRS = ["Documentation", "arch", "drivers", "fs", "init", "ipc", "kernel", "lib"]
-FULL_DIRS = ["scripts", "include", "LICENSES"]
 TAG_ORDER = "MRLS"
-
-
-def add_arguments(p):
-    p.add_argument("--check", action="store_true",
-                   help="change nothing; exit 1 if MAINTAINERS is missing or stale")
 
 
 def maintainers_path():
     return os.path.join(repo_root(), "MAINTAINERS")
-
-
-# -- a sparse, temporary checkout of the base tree ---------------------------
-
-def _cone_escape(path):
-    return re.sub(r"([\\*?\[\]!#])", r"\\\1", path)
-
-
-def cone_patterns(full_dirs, top_dirs=TOP_DIRS):
-    """Sparse-checkout (cone) patterns: every top-level file, the files
-    directly in `top_dirs` and in the parents of `full_dirs`, and all of
-    `full_dirs`."""
-    full = set(d.strip("/") for d in full_dirs if d.strip("/"))
-    full = {d for d in full if not any(d.startswith(o + "/") for o in full if o != d)}
-    parents = set(top_dirs)
-    for d in full:
-        parts = d.split("/")
-        for i in range(1, len(parts)):
-            parents.add("/".join(parts[:i]))
-    parents = {p for p in parents
-               if not any(p == f or p.startswith(f + "/") for f in full)}
-    lines = ["/*", "!/*/"]
-    for d in sorted(parents | full, key=lambda s: s.split("/")):
-        lines.append("/%s/" % _cone_escape(d))
-        if d in parents:
-            lines.append("!/%s/*/" % _cone_escape(d))
-    return "".join(line + "\n" for line in lines)
-
-
-class BaseTree:
-    """A temporary, sparse `git worktree add --detach` of `commit`.
-
-    `dirs` are the directories (complete, recursively) the caller needs on top
-    of the top-level files, scripts/ and include/.  Use as a context manager;
-    the worktree is removed on exit.  `git(args)` runs git inside it with the
-    sparse-checkout settings.
-    """
-
-    def __init__(self, commit, dirs=(), prefix="base-"):
-        self.commit = commit
-        self.dirs = list(dirs)
-        self.prefix = prefix
-        self.tmp = None
-        self.path = None
-
-    def __enter__(self):
-        self.tmp = tempfile.mkdtemp(prefix=self.prefix, dir=ensure_dir(wpath("tmp")))
-        self.path = os.path.join(self.tmp, "linux")
-        try:
-            git(["worktree", "add", "-q", "--no-checkout", "--detach", self.path, self.commit])
-            gitdir = git(["rev-parse", "--absolute-git-dir"], cwd=self.path)
-            ensure_dir(os.path.join(gitdir, "info"))
-            with open(os.path.join(gitdir, "info", "sparse-checkout"), "w") as fh:
-                fh.write(cone_patterns(FULL_DIRS + self.dirs))
-            self.git(["reset", "-q", "--hard", self.commit])
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def git(self, args, check=True, input=None, env=None):
-        return git(["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true",
-                    "-c", "advice.updateSparsePath=false"] + list(args),
-                   cwd=self.path, check=check, input=input, env=env)
-
-    def reset(self):
-        """Back to the pristine base commit (after a `git am`)."""
-        self.git(["am", "--abort"], check=False)
-        self.git(["reset", "-q", "--hard", self.commit])
-        self.git(["clean", "-q", "-f", "-d", "-x"])
-
-    def __exit__(self, *exc):
-        run(["git", "worktree", "remove", "--force", "--force", self.path], cwd=ktree(),
-            check=False)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        run(["git", "worktree", "prune"], cwd=ktree(), check=False)
 
 
 # -- MAINTAINERS parsing ------------------------------------------------------
@@ -161,19 +58,6 @@ def address(text):
         if "@" in word:
             return word.strip("<>(),;").lower()
     return None
-
-
-def touched_files(patch):
-    """Upstream paths a format-patch file changes (both sides of a rename)."""
-    files = []
-    with open(patch, errors="replace") as fh:
-        for line in fh:
-            m = re.match(r"^(?:---|\+\+\+) (?:a|b)/(.+?)\s*$", line)
-            if not m:
-                m = re.match(r"^(?:rename|copy) (?:from|to) (.+?)\s*$", line)
-            if m and m.group(1) not in files:
-                files.append(m.group(1))
-    return sorted(files)
 
 
 def get_maintainer(base_dir, args, patches):
@@ -326,28 +210,3 @@ def write(text):
         fh.write(text)
     os.replace(tmp, path)
 
-
-def main(args):
-    prog = Progress("maintainers")
-    require_ktree()
-    series = series_mod.Series()
-    base = rev_parse(series.distro_branch)
-    prog.say("sparse checkout of %s (%s)" % (series.distro_branch, base[:12]))
-    with BaseTree(base, series_dirs(series), prefix="maintainers-") as bt:
-        text = generate(series, bt, prog)
-    diff = compare(text)
-    if args.check:
-        if diff:
-            print(diff, end="")
-            raise ForkError("MAINTAINERS is %s: run `tools/fork maintainers` and commit it"
-                            % ("missing" if not os.path.exists(maintainers_path())
-                               else "stale (see the diff above)"))
-        prog.say("MAINTAINERS is up to date")
-        return 0
-    if diff:
-        write(text)
-        prog.say("wrote %s (%d patch entries): commit it" % (maintainers_path(),
-                                                             len(series.patches)))
-    else:
-        prog.say("MAINTAINERS is up to date")
-    return 0

@@ -1,62 +1,14 @@
-"""rebase: move a stored series onto another Debian snapshot, patch by patch.
+"""The replay of a rebase: a stored series moved onto another Debian
+snapshot patch by patch in the rebase worktree (work/rebase/tree), with its
+state in work/rebase/state.json so that it can stop on a conflict, go on
+and be undone (``tools/fork rebase`` and ``update`` describe it for the
+user).
 
-    tools/fork rebase --onto VERSION [--series DIR] [--into DIR] [--no-check]
-    tools/fork rebase --onto VERSION --tarball FILE --debian-version V ...
-    tools/fork rebase --continue | --skip | --abort | --status
+The check of the result is the caller's: `checker` is an object (the
+verify.check module, as the verbs pass it) with ``check_ready(flavour,
+test)``, asked before anything moves, and ``run_check(range, series,
+flavour, test, force, timeout)``, which returns the table's rows."""
 
-VERSION is a major.minor (6.12, 6.1) or a package name (linux-source-6.1).
-The snapshot is imported as by ``tools/fork import`` (from the installed
-package, or from --tarball): onto the series' own major.minor (a newer
-linux-source-6.12) ``distro/<ver>`` moves to it, as ``import --update``
-does; onto another major.minor it becomes (or is) ``distro/<that ver>``.
-
-Every patch of the series is then replayed in a private git worktree,
-``work/rebase/tree``, and reported as exactly one of
-
-  applied cleanly   ``git apply`` takes it as it is (maybe at an offset)
-  3-way merge       ``git apply`` refuses it, ``git am -3`` merges it
-  CONFLICT          ``git am -3`` leaves conflicts: the patch's hunks that
-                    do not apply and the conflict regions are listed
-
-On a conflict it stops with ``git am`` in progress in that worktree and the
-conflict markers in place: resolve, ``git add``, then ``--continue``; or
-``--skip`` the patch (it is dropped from the series); or ``--abort``.
-
-Nothing the user has is touched until every patch is replayed: the kernel
-tree must be clean, and before anything changes the branches and tags
-(distro/, topic/, backport/, series/, debian/ tags, refs/fork/), the kernel
-tree's HEAD and the series directories are recorded in
-``work/rebase/state.json``.  Only ``distro/<ver>`` (and its debian/ tag)
-moves before the end; a kernel tree that has that branch checked out is
-detached first, so its files stay as they are.  ``--abort`` puts back every
-ref the rebase changed (a ref someone else moved meanwhile is left alone and
-named), the kernel tree's HEAD and the series files; only the imported
-snapshot's objects stay in the object store.
-
-Where the result goes: by default the series is updated in place (its
-``base`` file names the new snapshot, its patch files are rewritten).  With
-``--into backports/<ver>`` the result is written there instead and the
-source series is left as it was; that directory must hold no patches yet.
-Two series cannot share a ``distro/<ver>``/``series/<ver>`` pair, so a series
-that already lives on the target major.minor makes the rebase refuse and say
-which ``--into`` to use.
-
-On success the patch files are written (``git format-patch``, as ``save``
-writes them), the branches are laid out again (``topic/<name>`` or
-``backport/<ver>/<name>`` and ``series/<ver>``; the old tips stay under
-``refs/fork/prev/``), ``git range-diff old_base..old_head
-new_base..new_head`` is printed, and ``check`` runs on the new series unless
-``--no-check``.  What that check needs (the guest test, the build
-dependencies, QEMU, e2fsprogs) is asked before anything moves, and the
-rebase stays in progress until the check passes: ``--abort`` then still puts
-the old series back (series files edited since the rebase wrote them are
-left alone and named), ``--continue`` checks again, ``--continue
---no-check`` keeps the new series unchecked.  The refs are recorded before
-the branches are laid out, so a lay-out interrupted at any step (Ctrl-C)
-is undone by ``--abort`` or finished by ``--continue``.
-"""
-
-import argparse
 import base64
 import json
 import os
@@ -65,16 +17,19 @@ import shutil
 import tempfile
 import time
 
-from . import cmd_import, debian, guesttests, kbuild
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, fork_entry, ktree, repo_root, wpath
+from ..core.progress import Progress
+from ..core.proc import run, sha256_file
+from . import debian, snapshot
 from . import series as series_mod
-from .cmd_branches import (apply_patches, foreign_commits, foreign_report, lay_out, mailinfo,
-                           patch_id_of_file)
-from .cmd_save import format_patches, repo_dirty
+from . import worktree as worktrees
+from .branches import apply_patches, foreign_commits, foreign_report, lay_out
+from .debian import dep14
+from .git import git, git_ok, require_clean, require_ktree, tree_is_dirty
+from .patchfile import mailinfo, patch_id_of_file
+from .save import format_patches, repo_dirty, restore_dir, snapshot_dir
 from .series import patch_subject, subject_of_text
-from .common import (ForkError, Lock, Progress, fork_entry, dep14, ensure_dir, git, git_ok, ktree, repo_root,
-                     require_clean, require_ktree, run, sha256_file, tree_is_dirty, wpath)
-
-HELP = "move the series onto another Debian snapshot (import, replay, range-diff, check)"
 
 # Refs a rebase may change; --abort puts exactly these back.
 NAMESPACES = ["refs/heads/distro", "refs/heads/topic", "refs/heads/backport",
@@ -93,39 +48,6 @@ STATUS_TEXT = {
     "resolved": "conflict, resolved by hand",
     "skipped": "conflict, dropped (--skip)",
 }
-
-
-def add_arguments(p):
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--onto", metavar="VERSION",
-                      help="snapshot to move to: major.minor, linux-source-<major.minor> or a "
-                           "Debian version (6.12.117-1)")
-    mode.add_argument("--continue", dest="cont", action="store_true",
-                      help="after resolving a conflict (and `git add`): go on")
-    mode.add_argument("--skip", action="store_true",
-                      help="drop the conflicting patch from the series and go on")
-    mode.add_argument("--abort", action="store_true",
-                      help="stop and restore branches, tags, kernel tree HEAD and series files")
-    mode.add_argument("--status", action="store_true", help="show the rebase in progress")
-    p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series to move (default: %(default)s; e.g. backports/6.1)")
-    p.add_argument("--into", metavar="DIR",
-                   help="write the result into this series directory (e.g. backports/6.1) "
-                        "instead of updating --series in place")
-    p.add_argument("--tarball", help="import this tarball instead of the installed package's "
-                                     "(requires --debian-version)")
-    p.add_argument("--debian-version", help="package version to record with --tarball")
-    p.add_argument("--archive", action="store_true",
-                   help="take the snapshot from Debian's archive even if the package is "
-                        "installed (see `import`)")
-    p.add_argument("--check", action=argparse.BooleanOptionalAction,
-                   default=None, help="run `check` on the new series afterwards (default: yes)")
-    p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
-                   help="config flavour for the check (default: %(default)s)")
-    p.add_argument("--test", default="smoke",
-                   help="guest test for the check, as check's --test (default: %(default)s)")
-    p.add_argument("--timeout", type=int, default=900,
-                   help="guest timeout for the check in seconds (default: %(default)s)")
 
 
 # ---------------------------------------------------------------- state
@@ -175,20 +97,6 @@ def snapshot_refs():
     return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
 
-def snapshot_dir(rel):
-    """{file name: base64 contents} of a series directory, or None."""
-    path = os.path.join(repo_root(), rel)
-    if not os.path.isdir(path):
-        return None
-    files = {}
-    for name in sorted(os.listdir(path)):
-        full = os.path.join(path, name)
-        if os.path.isfile(full):
-            with open(full, "rb") as fh:
-                files[name] = base64.b64encode(fh.read()).decode()
-    return files
-
-
 def claim(st, before):
     """Record the refs that changed since `before` as set by this rebase."""
     now = snapshot_refs()
@@ -216,7 +124,7 @@ def find_snapshot(s):
     for ref in ("refs/heads/" + s.distro_branch,
                 "refs/tags/debian/" + dep14(s.base.get("version", ""))):
         c = ref_commit(ref)
-        if c and cmd_import.recorded_sha(c) == want:
+        if c and snapshot.recorded_sha(c) == want:
             return c
     raise ForkError("the snapshot %s/ is based on (%s %s, sha256 %s) is not in the kernel tree "
                     "(neither %s nor tag debian/%s holds it): import it first with "
@@ -552,43 +460,34 @@ def check_branches(src, old_base, kver):
 
 
 def setup_worktree(commit, prog):
+    """The rebase worktree at `commit` (a `git am` left over is aborted)."""
     wt = worktree()
-    if not os.path.exists(os.path.join(wt, ".git")):
-        prog.say("creating the rebase worktree %s" % wt)
-        run(["git", "worktree", "prune"], cwd=ktree())
-        if os.path.isdir(wt):
-            shutil.rmtree(wt)
-        run(["git", "worktree", "add", "-f", "--detach", wt, commit], cwd=ktree())
-        return wt
-    if am_in_progress(wt):
+    if worktrees.is_worktree(wt) and am_in_progress(wt):
         am(wt, ["--abort"])
-    dirty = tree_is_dirty(wt)
-    if dirty:
-        raise ForkError("the rebase worktree %s has local changes (%s) and no rebase is in "
-                        "progress: it belongs to the fork kit; `git -C %s reset --hard` drops "
-                        "them" % (wt, dirty.splitlines()[0].strip(), wt))
-    prog.say("checking out %s in %s" % (commit[:12], wt))
-    run(["git", "checkout", "-q", "--detach", commit], cwd=wt)
-    return wt
+    return worktrees.ensure(wt, commit, "rebase", prog=prog)
 
 
-def start(args):
+def start(onto, series=series_mod.PRIMARY, into=None, tarball=None, debian_version=None,
+          archive=False, check=None, config="base", test="smoke", timeout=900, checker=None):
+    """Move the series directory `series` onto the snapshot `onto` (see
+    ``tools/fork rebase --help``); 0 when done, 1 when stopped on a
+    conflict.  `check` None or True: check the result with `checker`."""
     prog = Progress("rebase")
     require_ktree()
     if load_state() is not None:
         raise ForkError("a rebase is already in progress (%s): `tools/fork rebase --status`, "
                         "then --continue, --skip or --abort it" % state_path())
     require_clean(ktree())
-    if args.check is not False:
-        check_ready(args.config, args.test)
-    src = series_mod.Series(args.series)
-    kver, wanted = cmd_import.normalize_version(args.onto)
+    if check is not False:
+        checker.check_ready(config, test)
+    src = series_mod.Series(series)
+    kver, wanted = snapshot.normalize_version(onto)
     package = "linux-source-%s" % kver
-    tarball, version = debian.snapshot(kver, wanted, args.tarball, args.debian_version,
-                                       args.archive, prog=prog)
+    tarball, version = debian.snapshot(kver, wanted, tarball, debian_version, archive,
+                                       prog=prog)
     prog.say("checksumming %s" % tarball)
     sha = sha256_file(tarball)
-    dest_rel = normalize_rel(args.into) if args.into else src.rel
+    dest_rel = normalize_rel(into) if into else src.rel
     if dest_rel == src.rel and sha == src.base["sha256"]:
         print("%s/ is already based on %s %s: nothing to do" % (src.rel, package, version))
         return 0
@@ -614,28 +513,28 @@ def start(args):
         "version": 1, "phase": "starting", "started": time.strftime("%Y-%m-%d %H:%M:%S"),
         "source": src.rel, "dest": dest_rel,
         "onto": {"kver": kver, "package": package, "version": version,
-                 "upstream": cmd_import.upstream_of(version), "sha256": sha, "tarball": tarball},
+                 "upstream": snapshot.upstream_of(version), "sha256": sha, "tarball": tarball},
         "old": {"kver": src.kver, "base": old_base, "head": old_head, "base_info": src.base},
         "new_base": None,
         "refs": snapshot_refs(),
         "ktree_head": ktree_head(), "ktree_detached": False,
         "files": {rel: snapshot_dir(rel) for rel in sorted({src.rel, dest_rel})},
         "patches": patches,
-        "check": True if args.check is None else args.check,
-        "config": args.config, "test": args.test, "timeout": args.timeout,
+        "check": True if check is None else check,
+        "config": config, "test": test, "timeout": timeout,
     }
     save_state(st)
     prog.say("state recorded in %s" % state_path())
     try:
         branch = "refs/heads/distro/%s" % kver
         have = ref_commit(branch)
-        if have and cmd_import.recorded_sha(have) != sha and st["ktree_head"] == branch:
+        if have and snapshot.recorded_sha(have) != sha and st["ktree_head"] == branch:
             # import moves the branch under the user's checkout: detach first
             # (no file changes), so their tree keeps showing what it showed.
             git(["checkout", "-q", "--detach"])
             st["ktree_detached"] = True
             save_state(st)
-        new_base = cmd_import.do_import(kver, tarball=tarball, debian_version=version,
+        new_base = snapshot.do_import(kver, tarball=tarball, debian_version=version,
                                         update=True, out=lambda *_: None)
         st["new_base"] = new_base
         claim(st, st["refs"])
@@ -650,12 +549,12 @@ def start(args):
           % (src.rel, len(patches), src.package, src.base.get("version"), package, version,
              st["new_base"][:12], "" if dest_rel == src.rel else ", into %s/" % dest_rel),
           flush=True)
-    return replay(st, prog)
+    return replay(st, prog, checker)
 
 
 # ---------------------------------------------------------------- replay/finish
 
-def replay(st, prog):
+def replay(st, prog, checker):
     wt = worktree()
     total = len(st["patches"])
     for i, p in enumerate(st["patches"]):
@@ -674,7 +573,7 @@ def replay(st, prog):
         p["commits"] = [head_of(wt)]
         save_state(st)
         print(patch_line(i, total, p), flush=True)
-    return finish(st, prog)
+    return finish(st, prog, checker)
 
 
 def write_series(st, head):
@@ -704,7 +603,7 @@ def write_series(st, head):
     return names
 
 
-def finish(st, prog):
+def finish(st, prog, checker):
     """Write the result and lay the branches out (once), then check it."""
     if st["phase"] == "replaying":
         for rel, files in st["files"].items():
@@ -715,7 +614,7 @@ def finish(st, prog):
                                 % (rel, repo_root(), rel))
     if st["phase"] != "checking":
         write_result(st)
-    return check_result(st)
+    return check_result(st, checker)
 
 
 def settle(st):
@@ -781,30 +680,16 @@ def report_result(st, dest, new_head, names):
     print("\n" + "\n".join("note: " + n for n in notes))
 
 
-def check_ready(flavour, test):
-    """Refuse, before anything moves, a check that could not run on the
-    result: an unknown guest test, a missing build dependency or host program."""
-    from .cmd_check import host_tools
-    try:
-        guesttests.check_test_name(test)
-        kbuild.check_deps()
-        host_tools()
-    except ForkError as exc:
-        raise ForkError("%s (the check after the rebase needs it; nothing was changed; "
-                        "--no-check moves the series without the check)" % exc)
-
-
-def check_result(st):
+def check_result(st, checker):
     """The check of the new series; until it passes, --abort undoes the rebase."""
     if st["check"]:
-        from .cmd_check import run_check
         print("\n$ tools/fork check --series %s --config %s --test %s"
               % (st["dest"], st["config"], st["test"]), flush=True)
         undo = ("`tools/fork rebase --abort` puts the old series back, `--continue` checks "
                 "again, `--continue --no-check` keeps the new series unchecked")
         try:
-            rows = run_check(None, series_mod.Series(st["dest"]), st["config"], st["test"],
-                             False, st["timeout"])
+            rows = checker.run_check(None, series_mod.Series(st["dest"]), st["config"],
+                                     st["test"], False, st["timeout"])
         except ForkError as exc:
             raise ForkError("the rebase is done, but `check` could not run: %s\n%s"
                             % (exc, undo))
@@ -837,14 +722,15 @@ def need_state():
     return st
 
 
-def do_continue(args, prog):
+def do_continue(check, prog, checker):
+    """--continue: after a resolved conflict, or after a failed check."""
     st = need_state()
-    if args.check is not None:
-        st["check"] = args.check
+    if check is not None:
+        st["check"] = check
     if st["check"]:
-        check_ready(st["config"], st["test"])
+        checker.check_ready(st["config"], st["test"])
     if st["phase"] in ("finishing", "checking"):
-        return finish(st, prog)
+        return finish(st, prog, checker)
     i, p = current(st)
     wt = worktree()
     if p is not None:
@@ -882,18 +768,19 @@ def do_continue(args, prog):
             len(p["commits"]), "" if len(p["commits"]) == 1 else "s")]
         save_state(st)
         print(patch_line(i, len(st["patches"]), p), flush=True)
-    return replay(st, prog)
+    return replay(st, prog, checker)
 
 
-def do_skip(args, prog):
+def do_skip(check, prog, checker):
+    """--skip: drop the patch stopped on a conflict and go on."""
     st = need_state()
-    if args.check is not None:
-        st["check"] = args.check
+    if check is not None:
+        st["check"] = check
     i, p = current(st)
     if p is None:
         raise ForkError("no patch is stopped on a conflict: use --continue or --abort")
     if st["check"]:
-        check_ready(st["config"], st["test"])
+        checker.check_ready(st["config"], st["test"])
     wt = worktree()
     if am_in_progress(wt):
         am(wt, ["--abort"])
@@ -902,7 +789,7 @@ def do_skip(args, prog):
     p["commits"] = []
     save_state(st)
     print(patch_line(i, len(st["patches"]), p), flush=True)
-    return replay(st, prog)
+    return replay(st, prog, checker)
 
 
 def restore_ref(ref, old):
@@ -919,27 +806,6 @@ def restore_ref(ref, old):
         git(["update-ref", "-d", ref])
     else:
         git(["update-ref", "-m", "fork rebase --abort", ref, old])
-
-
-def restore_dir(rel, files):
-    path = os.path.join(repo_root(), rel)
-    if files is None:
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        return
-    ensure_dir(path)
-    for name in os.listdir(path):
-        if name not in files and os.path.isfile(os.path.join(path, name)):
-            os.unlink(os.path.join(path, name))
-    for name, data in files.items():
-        data = base64.b64decode(data)
-        full = os.path.join(path, name)
-        if os.path.exists(full):
-            with open(full, "rb") as fh:
-                if fh.read() == data:
-                    continue
-        with open(full, "wb") as fh:
-            fh.write(data)
 
 
 def restore_dirs(st, prog):
@@ -997,7 +863,8 @@ def restore(st, prog):
     return len(todo), dirs_alone
 
 
-def do_abort(args, prog):
+def do_abort(prog):
+    """--abort: put back what the rebase changed."""
     st = load_state()
     if st is None:
         raise ForkError("no rebase in progress (no %s)" % state_path())
@@ -1011,7 +878,8 @@ def do_abort(args, prog):
     return 0
 
 
-def do_status(args, prog):
+def do_status():
+    """--status: the rebase in progress."""
     st = load_state()
     if st is None:
         print("no rebase in progress")
@@ -1026,22 +894,3 @@ def do_status(args, prog):
         print(conflict_help(st, i))
     return 0
 
-
-def main(args):
-    prog = Progress("rebase")
-    if not (args.onto or args.cont or args.skip or args.abort or args.status):
-        raise ForkError("say what to do: --onto VERSION to start, or --continue, --skip, "
-                        "--abort, --status")
-    if not args.onto and (args.tarball or args.debian_version or args.into):
-        raise ForkError("--tarball, --debian-version and --into go with --onto")
-    require_ktree()
-    with Lock("rebase"):
-        if args.abort:
-            return do_abort(args, prog)
-        if args.status:
-            return do_status(args, prog)
-        if args.cont:
-            return do_continue(args, prog)
-        if args.skip:
-            return do_skip(args, prog)
-        return start(args)

@@ -1,42 +1,23 @@
-"""save: write the kernel tree's series branch back into the repository.
+"""The way back from the kernel tree: a series branch's commits as the
+patch files and series file of its series directory (what ``tools/fork
+save`` does; ``rebase`` writes its result the same way), and snapshots of a
+series directory to put it back as it was."""
 
-The commits ``distro/<ver>..series/<ver>`` (or ``--from REV``) become the
-series directory's patch files and ``series`` file, via ``git format-patch``
-with stable output (zero From-line id, no version signature, no numbering),
-so saving an unchanged series changes no file.  Then the topic branches are
-laid out again from what was saved.
-
-Uncommitted changes to the series directory in this repository are never
-overwritten: save refuses and says so.  Nor are committed ones that the
-branch lacks: when the series file or a patch changed since ``branches``
-laid out the branches from them (a commit, a pull), save refuses and names
-the files, unless ``--overwrite``.  When laying out the branches again
-fails (a dirty work tree on a branch that moves, a commit of its own on a
-topic branch), save puts the series directory back as it was.
-"""
-
+import base64
 import os
 import shutil
 import tempfile
 
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, repo_root, wpath
+from ..core.progress import Progress
+from ..core.proc import run
 from . import series as series_mod
+from .branches import (LAID, apply_patches, lay_out, recorded_stored, require_own_branches,
+                       stored_blobs)
+from .git import git, require_ktree, rev_parse
+from .patchfile import touched_files
 from .series import patch_subject
-from .cmd_branches import (LAID, apply_patches, lay_out, recorded_stored, require_own_branches,
-                           stored_blobs)
-from .common import (ForkError, Progress, ensure_dir, git, repo_root, require_ktree,
-                     rev_parse, run, wpath)
-
-HELP = "store the series branch's commits as the repo's patch files"
-
-
-def add_arguments(p):
-    p.add_argument("--series", default=series_mod.PRIMARY,
-                   help="series directory (default: %(default)s; e.g. backports/6.1)")
-    p.add_argument("--from", dest="rev", help="revision to save (default: series/<ver>)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="write the branch over stored files (series file, patches) that changed "
-                        "since `branches` laid the branch out from them, e.g. by a commit or a "
-                        "pull; without it save refuses and names them")
 
 
 def repo_dirty(path):
@@ -51,16 +32,6 @@ def format_patches(base, head, outdir):
          "--no-cover-letter", "--no-thread", "--subject-prefix=PATCH", "-o", outdir,
          "%s..%s" % (base, head)])
     return sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
-
-
-def patch_files(path):
-    """The set of paths a patch file changes (from its diff --git lines)."""
-    files = set()
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if line.startswith("diff --git "):
-                files.update(w[2:] for w in line.split()[2:4])
-    return files
 
 
 def keep_topic_names(series, old_info, names, prog):
@@ -87,7 +58,7 @@ def keep_topic_names(series, old_info, names, prog):
     for n in names:
         if n in kept or new_subjects[n] in by_subject:
             continue
-        files = patch_files(os.path.join(series.path, n))
+        files = set(touched_files(os.path.join(series.path, n)))
         exact = [p for p, f in orphans.items() if f == files]
         scored = sorted(((len(files & f), p) for p, f in orphans.items() if files & f),
                         reverse=True)
@@ -165,7 +136,7 @@ def write_series(series, base, head, prog):
     try:
         names = format_patches(base, head, tmp)
         old = [os.path.basename(p) for p in series.patches]
-        old_info = {p: (patch_subject(p), patch_files(p)) for p in series.patches}
+        old_info = {p: (patch_subject(p), set(touched_files(p))) for p in series.patches}
         changed = 0
         for name in names:
             src = os.path.join(tmp, name)
@@ -205,8 +176,6 @@ def write_series(series, base, head, prog):
 def write_and_lay_out(series, base, head, prog):
     """write_series, then the branches from what was written; if that
     fails or is interrupted, the series directory is put back as it was."""
-    # cmd_rebase imports this module: import its directory snapshot here
-    from .cmd_rebase import restore_dir, snapshot_dir
     before = snapshot_dir(series.rel)
     try:
         written = write_series(series, base, head, prog)
@@ -242,6 +211,38 @@ def save(series, rev=None, overwrite=False):
     return changed
 
 
-def main(args):
-    save(series_mod.Series(args.series), args.rev, args.overwrite)
-    return 0
+
+def snapshot_dir(rel):
+    """{file name: base64 contents} of a series directory, or None."""
+    path = os.path.join(repo_root(), rel)
+    if not os.path.isdir(path):
+        return None
+    files = {}
+    for name in sorted(os.listdir(path)):
+        full = os.path.join(path, name)
+        if os.path.isfile(full):
+            with open(full, "rb") as fh:
+                files[name] = base64.b64encode(fh.read()).decode()
+    return files
+
+
+def restore_dir(rel, files):
+    """Put the series directory `rel` back as snapshot_dir() saw it."""
+    path = os.path.join(repo_root(), rel)
+    if files is None:
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        return
+    ensure_dir(path)
+    for name in os.listdir(path):
+        if name not in files and os.path.isfile(os.path.join(path, name)):
+            os.unlink(os.path.join(path, name))
+    for name, data in files.items():
+        data = base64.b64decode(data)
+        full = os.path.join(path, name)
+        if os.path.exists(full):
+            with open(full, "rb") as fh:
+                if fh.read() == data:
+                    continue
+        with open(full, "wb") as fh:
+            fh.write(data)

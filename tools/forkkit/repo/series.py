@@ -21,8 +21,10 @@ for a backport) holds:
 
 import os
 import re
+import shlex
 
-from .common import ForkError, repo_root
+from ..core.errors import ForkError
+from ..core.paths import repo_root
 
 
 PRIMARY = "patches"
@@ -223,3 +225,34 @@ def stored_series():
         if os.path.isfile(os.path.join(root, rel, "base")):
             out.append(Series(rel))
     return out
+
+
+def default_revs(a=None, b=None):
+    """(A, B): the revisions given, else the primary series' distro branch
+    (the stock kernel) and its head."""
+    if a and b:
+        return a, b
+    s = Series()
+    return a or s.distro_branch, b or s.head_branch
+
+
+def fork_command(verb, series=None, *args):
+    """`tools/fork VERB [--series DIR] ARGS` as a user would type it."""
+    parts = ["tools/fork", verb]
+    if series is not None and not series.is_primary:
+        parts += ["--series", series.rel]
+    return " ".join(shlex.quote(str(p)) for p in parts + list(args))
+
+
+def setup_hint(rev):
+    """How to create the branch `rev` names: import its version and lay out
+    the series that has that version (the primary one or a backport)."""
+    m = re.match(r"^(?:refs/heads/)?(?:distro|series|backport)/(\d+\.\d+)(?:/|$)", rev)
+    if not m:
+        return "run `tools/fork import` and `tools/fork branches` first"
+    ver = m.group(1)
+    for s in all_series():
+        if s.kver == ver:
+            return "run `tools/fork import %s` and `%s` first" % (ver, fork_command("branches", s))
+    return ("no series of this repository is on %s: run `tools/fork import %s`, or "
+            "`tools/fork rebase --onto %s --into backports/%s` to make one" % (ver, ver, ver, ver))

@@ -17,9 +17,11 @@ succeeded, quoting the whole report.
 import os
 import shlex
 
-from .common import ForkError, Progress
-from .kbuild import FLAVOURS, build
-from .qemu import BOOT_ARGS, failure_message, qemu_binary, run_guest
+from ..build.kbuild import build
+from ..build.kconfig import FLAVOURS
+from ..core.errors import ForkError
+from ..core.progress import Progress
+from ..guest.qemu import BOOT_ARGS, failure_message, qemu_binary, run_guest
 
 HELP = "boot a revision in QEMU (TCG) and run a command in the guest"
 

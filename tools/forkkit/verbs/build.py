@@ -8,7 +8,7 @@ between neighbouring commits rebuilds only what changed.  Objects go to
 The config is ``make allnoconfig`` with the fragments of ``ci/kconfig/``
 forced on: ``base.config`` plus the flavour's own (``debug.config`` for
 ``--config debug``, ...; the flavours are the choices of ``--config``
-below, the fragments of each in kbuild.FLAVOURS); afterwards every option
+below, the fragments of each in kconfig.FLAVOURS); afterwards every option
 a fragment asks for is asserted, naming the option that did not stick.
 
 As ktest's PATCHCHECK does, the files a commit touches are recompiled with
@@ -21,7 +21,8 @@ the index records whether the patchcheck passed, so a build made without it
 Prints the stored image's path.
 """
 
-from .kbuild import FLAVOURS, build
+from ..build.kbuild import build
+from ..build.kconfig import FLAVOURS
 
 HELP = "build a revision (default: series head) out of tree with ccache"
 

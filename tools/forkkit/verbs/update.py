@@ -24,9 +24,15 @@ the archive.
 
 import argparse
 
-from . import cmd_rebase, debian, kbuild
-from . import series as series_mod
-from .common import ForkError, Lock, Progress, require_ktree, run
+from ..build.kconfig import FLAVOURS
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.progress import Progress
+from ..repo import rebase
+from ..repo import series as series_mod
+from ..repo.debian import newest_for
+from ..repo.git import require_ktree
+from ..verify import check as checker
 
 HELP = "move each series to Debian's newest point release of its kernel (rebase + check)"
 
@@ -42,39 +48,10 @@ def add_arguments(p):
                    help="run `check` on each updated series (default: yes)")
     p.add_argument("--refresh", action="store_true",
                    help="re-read the archive's indexes now (else at most daily)")
-    p.add_argument("--config", default="base", choices=sorted(kbuild.FLAVOURS),
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
                    help="config flavour for the check (default: %(default)s)")
     p.add_argument("--test", default="smoke",
                    help="guest test for the check, as check's --test (default: %(default)s)")
-
-
-def newer(a, b):
-    """Debian version a > b."""
-    return run(["dpkg", "--compare-versions", a, "gt", b], check=False).returncode == 0
-
-
-def newest_for(series, prog, refresh, to=None):
-    debian.update(prog, refresh)
-    current = series.base["version"]
-    found = debian.versions(series.package)
-    if to:
-        match = [(v, s) for v, s in found if v == to]
-        if not match:
-            raise ForkError("%s %s is not in the archive (it has %s): name one of those with "
-                            "--to" % (series.package, to,
-                                      ", ".join(v for v, _ in found) or "no version"))
-        if not newer(to, current):
-            raise ForkError("%s is not newer than %s's base %s: update only moves forward "
-                            "(`rebase --onto` moves anywhere)" % (to, series.rel, current))
-        return match[0]
-    cands = [(v, s) for v, s in found if newer(v, current)]
-    if not cands:
-        return None
-    best = cands[0]
-    for v, s in cands[1:]:
-        if newer(v, best[0]):
-            best = (v, s)
-    return best
 
 
 def report(rows):
@@ -92,7 +69,7 @@ def main(args):
         raise ForkError("--to names one Debian version: say which series it is for "
                         "(--series DIR)")
     if args.check and not args.dry_run:
-        cmd_rebase.check_ready(args.config, args.test)
+        checker.check_ready(args.config, args.test)
     rows, status = [], 0
     for n, s in enumerate(chosen):
         found = newest_for(s, prog, args.refresh and n == 0, args.to)
@@ -105,14 +82,12 @@ def main(args):
                          "would update"])
             continue
         prog.say("%s: %s -> %s (%s)" % (s.rel, s.base["version"], version, suite))
-        ns = argparse.Namespace(onto=version, series=s.rel, into=None, tarball=None,
-                                debian_version=None, archive=True, check=args.check,
-                                config=args.config, test=args.test, timeout=900)
         try:
             with Lock("rebase"):
-                rc = cmd_rebase.start(ns)
+                rc = rebase.start(version, s.rel, archive=True, check=args.check,
+                                  config=args.config, test=args.test, checker=checker)
         except ForkError as exc:
-            waits = cmd_rebase.load_state() is not None
+            waits = rebase.load_state() is not None
             rows.append([s.rel, s.base["version"], version, "FAILED: %s%s"
                          % (str(exc).splitlines()[0],
                             " (the rebase waits: rebase --continue or --abort)" if waits else "")])

@@ -21,9 +21,9 @@ import json
 import os
 
 from . import kernel
-from .common import ForkError
+from ..core.errors import ForkError
 
-# The subject of a base snapshot's commit (cmd_import.message()).
+# The subject of a base snapshot's commit (repo.snapshot.message()).
 IMPORT_SUBJECT = "Import Debian "
 
 

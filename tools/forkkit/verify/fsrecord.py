@@ -30,7 +30,8 @@ import lzma
 import os
 import shutil
 
-from .common import ForkError, ensure_dir
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir
 from .fstests import write_json
 
 # kernel.json keys that must match for a record to be read as this kernel's

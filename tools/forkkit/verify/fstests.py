@@ -1,6 +1,6 @@
 """fstests on ext2 in QEMU: the ext2 profile, the guest script, the
 selection of tests, reading fstests' results (xunit result.xml, console)
-and the base-vs-series verdicts and reports.  cmd_fstests puts it together;
+and the base-vs-series verdicts and reports.  fstests_run puts it together;
 fsroot.py makes the guest root.
 
 The guest is the kit's busybox initramfs (qemu.run_guest, one guest at a
@@ -19,9 +19,10 @@ import re
 import shlex
 import xml.etree.ElementTree as ET
 
-from .common import ForkError, repo_root
-from .qemu import PROBLEM_RE
-from .reports import signature
+from ..core.errors import ForkError
+from ..core.paths import repo_root
+from ..guest.qemu import PROBLEM_RE
+from ..guest.reports import signature
 
 # test ids fstests' check takes (tests/<dir>/<number>)
 TEST_RE = re.compile(r"^(generic|ext4|shared|perf|selftest)/(\d{3,})$")

@@ -1,8 +1,8 @@
 """A kernel under test: one path from a commit to a verdict.
 
 check, bisect, bench, frag and boot all go through here and through
-kbuild (build), qemu (boot, console scan) and guesttests (disk images,
-e2fsck and free counts):
+build/kbuild (build), guest/qemu (boot, console scan) and
+guest/guesttests (disk images, e2fsck and free counts):
 
 * ``kbuild.build`` checks the commit out in the build worktree, builds it
   and stores its bzImage under its sha256, all under the "build" lock, so
@@ -31,11 +31,17 @@ import re
 import shutil
 import time
 
-from . import guesttests, kbuild, reports
-from .common import ForkError, ensure_dir, git, new_log, repo_root, run, wpath
-from .funcdiff import ALL, with_tail_calls
-from .kbuild import KMEMLEAK_FLAVOURS, build, run_checkpatch
-from .qemu import BOOT_ARGS, failure_message, run_guest
+from ..build import kconfig
+from ..build.kbuild import build
+from ..build.kconfig import KMEMLEAK_FLAVOURS
+from ..core.errors import ForkError
+from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
+from ..core.proc import files_hash, run
+from ..guest import guesttests, reports
+from ..guest.qemu import BOOT_ARGS, failure_message, run_guest
+from ..repo.funcdiff import ALL, with_tail_calls
+from ..repo.git import git
+from .checkpatch import run_checkpatch
 
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
 # What a run of the tree produced (checkpatch reads the commit's log).
@@ -52,16 +58,7 @@ ACTIVE = {
 def _code_hash(here=None):
     """A hash of every .py file of the kit's package, subpackages included
     (named by their path inside the package)."""
-    here = here or os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256()
-    for dirpath, dirnames, files in os.walk(here):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(dirpath, name)
-                with open(path, "rb") as fh:
-                    h.update(os.path.relpath(path, here).encode() + b"\0" + fh.read())
-    return h.hexdigest()[:12]
+    return files_hash(here or KIT_DIR)
 
 
 # Hashed once, when the kit is loaded: a run that lasts hours names the
@@ -119,13 +116,13 @@ def tools_key():
 
 def fragments_key(flavour):
     """A hash of the flavour's fragments as they are now (names and text).
-    Here rather than in kbuild.py: that file's hash names every stored
-    image (kbuild.build_key())."""
-    if flavour not in kbuild.FLAVOURS:
+    Here rather than in the build package: the hash of its modules names
+    every stored image (kbuild.build_key())."""
+    if flavour not in kconfig.FLAVOURS:
         raise ForkError("unknown config flavour %r: choose one of %s"
-                        % (flavour, ", ".join(sorted(kbuild.FLAVOURS))))
+                        % (flavour, ", ".join(sorted(kconfig.FLAVOURS))))
     h = hashlib.sha256(flavour.encode())
-    for name in kbuild.FLAVOURS[flavour]:
+    for name in kconfig.FLAVOURS[flavour]:
         with open(os.path.join(repo_root(), "ci", "kconfig", name), "rb") as fh:
             h.update(name.encode() + b"\0" + fh.read())
     return h.hexdigest()[:12]
