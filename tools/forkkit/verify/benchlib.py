@@ -12,6 +12,8 @@ import statistics
 import string
 import types
 
+from ..core.tables import md_table
+
 # ---------------------------------------------------------------------------
 # Workloads, sizes and points
 
@@ -916,12 +918,10 @@ def markdown(doc):
     out.append("")
     out.append("## Targets")
     out.append("")
-    out.append("| target | result | figures |")
-    out.append("|---|---|---|")
-    for t in doc["targets"]:
-        res = {True: "reached", False: "**not reached**",
-               None: "inconclusive / not measured"}[t["reached"]]
-        out.append("| %s | %s | %s |" % (t["target"], res, t["detail"]))
+    out += md_table(["target", "result", "figures"], [
+        [t["target"], {True: "reached", False: "**not reached**",
+                       None: "inconclusive / not measured"}[t["reached"]], t["detail"]]
+        for t in doc["targets"]])
     for wl in WORKLOADS:
         rows = [r for r in doc["stats"] if r["workload"] == wl]
         if not rows:
@@ -930,15 +930,12 @@ def markdown(doc):
         out.append("## %s: %s, %s is better" % (wl, UNITS[wl], rows[0]["better"]))
         out.append("")
         control = any(r.get("control") for r in rows)
-        out.append("| fs | point | A | B | B/A [95%%] ±detectable | verdict |%s"
-                   % (" A/A control C/A |" if control else ""))
-        out.append("|---|---|---|---|---|---|" + ("---|" if control else ""))
-        for r in rows:
-            out.append("| %s | %s | %s | %s | %s | %s |%s" % (
-                r["fs"] + ("" if r["fs"] == "ext2" else " (ref)"), _params(r),
-                _cell(r["A"], r["loaded"]["A"]), _cell(r["B"], r["loaded"]["B"]),
-                _interval(_pr(r)), r["verdict"],
-                (" %s |" % _interval(r.get("control"))) if control else ""))
+        out += md_table(["fs", "point", "A", "B", "B/A [95%] ±detectable", "verdict"]
+                        + (["A/A control C/A"] if control else []), [
+            [r["fs"] + ("" if r["fs"] == "ext2" else " (ref)"), _params(r),
+             _cell(r["A"], r["loaded"]["A"]), _cell(r["B"], r["loaded"]["B"]),
+             _interval(_pr(r)), r["verdict"]]
+            + ([_interval(r.get("control"))] if control else []) for r in rows])
     ls = doc.get("lockstat")
     if ls:
         out.append("")
@@ -956,17 +953,16 @@ def markdown(doc):
                 out.append("")
                 out.append("%s (%s):" % (k, doc["kernels"].get(k, {}).get("rev")))
                 out.append("")
-                out.append("| class | contentions | wait total us | acquisitions | top site |")
-                out.append("|---|---|---|---|---|")
                 top = [c for c in ls[k][wl] if c["contentions"] > 0][:8]
+                out += md_table(
+                    ["class", "contentions", "wait total us", "acquisitions", "top site"],
+                    [[c["name"] + (" **fs-wide**" if FS_WIDE_EXT2_RE.search(c["name"]) else
+                                   " (percpu counter)" if percpu_counter_locks([c]) else ""),
+                      "%d" % c["contentions"], "%.1f" % c["waittime_total_us"],
+                      "%d" % c["acquisitions"],
+                      c["sites"][0]["symbol"] if c["sites"] else "-"] for c in top])
                 if not top:
                     out.append("| (no contended class) | | | | |")
-                for c in top:
-                    out.append("| %s%s | %d | %.1f | %d | %s |" % (
-                        c["name"], " **fs-wide**" if FS_WIDE_EXT2_RE.search(c["name"]) else
-                        (" (percpu counter)" if percpu_counter_locks([c]) else ""),
-                        c["contentions"], c["waittime_total_us"], c["acquisitions"],
-                        c["sites"][0]["symbol"] if c["sites"] else "-"))
     table = lock_table(doc) if ls else []
     if table:
         out.append("")
@@ -978,15 +974,12 @@ def markdown(doc):
                    "call); the `sync` between points is counted too.  0 = the class was "
                    "not taken.")
         out.append("")
-        out.append("| workload | class | A acq/op | A cont/op | B acq/op | B cont/op |")
-        out.append("|---|---|---|---|---|---|")
-        for wl, name, per in table:
-            cells = []
-            for k in ("A", "B"):
-                cells += ["%.3g" % per[k][0], "%.3g" % per[k][1]] if k in per else ["-", "-"]
-            out.append("| %s | %s%s | %s |" % (wl, name, " **fs-wide**" if
-                                             FS_WIDE_EXT2_RE.search(name) else "",
-                                             " | ".join(cells)))
+        out += md_table(["workload", "class", "A acq/op", "A cont/op", "B acq/op",
+                         "B cont/op"], [
+            [wl, name + (" **fs-wide**" if FS_WIDE_EXT2_RE.search(name) else "")]
+            + [v for k in ("A", "B")
+               for v in (["%.3g" % per[k][0], "%.3g" % per[k][1]] if k in per else ["-", "-"])]
+            for wl, name, per in table])
     out.append("")
     return "\n".join(out)
 

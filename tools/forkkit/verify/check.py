@@ -16,6 +16,7 @@ from ..core.locks import Lock
 from ..core.paths import ensure_dir, wpath
 from ..core.progress import Progress
 from ..core.proc import sha256_file, which
+from ..core.tables import md_cell, md_table
 from ..guest import guesttests, reports
 from ..guest.qemu import qemu_binary
 from ..repo import funcdiff
@@ -285,15 +286,13 @@ def markdown(rows, series, flavour, test):
     """The table as markdown, with what produced each row: the booted
     image's sha256, the kit's code hash and the QEMU/e2fsprogs versions."""
     out = ["`tools/fork check --series %s --config %s --test %s`" % (series.rel, flavour, test),
-           "", "| commit | subject | %s | time | image sha256 | kit |" % " | ".join(CELLS),
-           "|" + "---|" * (len(CELLS) + 5)]
-    for r in rows:
-        out.append("| %s | %s | %s | %.0f s%s%s | %s | %s |" % (
-            r["commit"][:12], r["subject"].replace("|", "\\|")[:60],
-            " | ".join(r["cells"].get(c, "-") for c in CELLS), r["seconds"],
-            " (cached)" if r.get("cached") else "", " flaky" if r.get("flaky") else "",
-            (r.get("image_sha256") or "-")[:16],
-            r.get("kit", "-")))
+           ""] + md_table(["commit", "subject"] + CELLS + ["time", "image sha256", "kit"], [
+               [r["commit"][:12], md_cell(r["subject"])[:60]]
+               + [r["cells"].get(c, "-") for c in CELLS]
+               + ["%.0f s%s%s" % (r["seconds"], " (cached)" if r.get("cached") else "",
+                                  " flaky" if r.get("flaky") else ""),
+                  (r.get("image_sha256") or "-")[:16], r.get("kit", "-")]
+               for r in rows])
     tools = sorted({"%s: %s" % kv for r in rows for kv in r.get("tools", {}).items()})
     if tools:
         out += ["", "Tools: " + "; ".join(tools) + "."]
@@ -316,7 +315,7 @@ def markdown(rows, series, flavour, test):
                 "the commit did not change):", ""] + known
     if failed:
         out += ["", "Failures:", ""] + failed
-    flaky = ["- " + flaky_note(r).replace("|", "\\|") for r in rows if r.get("flaky")]
+    flaky = ["- " + md_cell(flaky_note(r)) for r in rows if r.get("flaky")]
     if flaky:
         out += ["", "Flaky (runs of the same tree, flavour and test that failed and passed):",
                 ""] + flaky

@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ET
 
 from ..core.errors import ForkError
 from ..core.paths import repo_root
+from ..core.tables import md_cell, md_table
 from ..guest.qemu import PROBLEM_RE
 from ..guest.reports import signature
 
@@ -522,15 +523,11 @@ def _said(row, side):
     return " ".join((row.get(side + "_message") or "").split())
 
 
-def _cell(text):
-    return text.replace("|", "\\|")
-
-
 def why(row):
     """What check said of a test that did not pass (its reason for not
     running, or its failure), the series' too where it said otherwise."""
     b, s = _said(row, "base"), _said(row, "series")
-    return _cell(b if b == s or not s else "%s / series: %s" % (b or "-", s))
+    return md_cell(b if b == s or not s else "%s / series: %s" % (b or "-", s))
 
 
 def markdown(meta, rows, excluded):
@@ -557,19 +554,15 @@ def markdown(meta, rows, excluded):
     if meta.get("record"):
         out.append("- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
                    "boots.json, boot-N/)" % meta["record"])
-    out += ["- reproduce: `%s`" % meta["command"], "",
-            "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |",
-            "| base | %d | %d | %d | %ds |" % (tb["pass"], tb["fail"], tb["notrun"],
-                                               tb["seconds"]),
-            "| series | %d | %d | %d | %ds |" % (ts["pass"], ts["fail"], ts["notrun"],
-                                                 ts["seconds"]),
-            "", "| test | base | series | base time | series time | verdict | why not pass |",
-            "| --- | --- | --- | ---: | ---: | --- | --- |"]
-    for r in rows:
-        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            r["test"], fmt_status(r["base"]), fmt_status(r["series"]), fmt_secs(r["base_s"]),
-            fmt_secs(r["series_s"]), "**new failure**" if r["verdict"] == "new failure"
-            else r["verdict"], why(r)))
+    out += ["- reproduce: `%s`" % meta["command"], ""]
+    out += md_table(["", "pass", "fail", "notrun", "test time"], [
+        [side, "%d" % t["pass"], "%d" % t["fail"], "%d" % t["notrun"], "%ds" % t["seconds"]]
+        for side, t in (("base", tb), ("series", ts))], right=(1, 2, 3, 4), spaced=True)
+    out += [""] + md_table(
+        ["test", "base", "series", "base time", "series time", "verdict", "why not pass"],
+        [[r["test"], fmt_status(r["base"]), fmt_status(r["series"]), fmt_secs(r["base_s"]),
+          fmt_secs(r["series_s"]), "**new failure**" if r["verdict"] == "new failure"
+          else r["verdict"], why(r)] for r in rows], right=(3, 4), spaced=True)
     reasons = {}
     for r in rows:
         for side in ("base", "series"):
@@ -577,24 +570,26 @@ def markdown(meta, rows, excluded):
                 msg = _said(r, side) or "(no reason given)"
                 reasons.setdefault(msg, {"base": 0, "series": 0})[side] += 1
     if reasons:
-        out += ["", "Not run, by check's reason:", "",
-                "| reason | base | series |", "| --- | ---: | ---: |"]
-        for msg, n in sorted(reasons.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
-                                                               kv[0])):
-            out.append("| %s | %d | %d |" % (_cell(msg), n["base"], n["series"]))
+        out += ["", "Not run, by check's reason:", ""] + md_table(
+            ["reason", "base", "series"],
+            [[md_cell(msg), "%d" % n["base"], "%d" % n["series"]]
+             for msg, n in sorted(reasons.items(),
+                                  key=lambda kv: (-kv[1]["base"] - kv[1]["series"], kv[0]))],
+            right=(1, 2), spaced=True)
     kinds = meta.get("report_kinds") or {}
     only = set(series_only(kinds))
     if kinds:
         out += ["", "Kernel reports in the console logs (the boots of these results, counted "
                 "by what they say: timestamps, offsets, addresses and numbers dropped):",
-                "", "| report | in | base | series |", "| --- | --- | ---: | ---: |"]
-        for line, n in sorted(kinds.items(), key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
-                                                              kv[0])):
-            tests = n["tests"][:4] + (["+%d" % (len(n["tests"]) - 4)] if len(n["tests"]) > 4
-                                      else [])
-            out.append("| `%s` | %s | %d | %s |" % (
-                _cell(line.replace("`", "'")), ", ".join(tests), n["base"],
-                "**%d (series only)**" % n["series"] if line in only else str(n["series"])))
+                ""] + md_table(["report", "in", "base", "series"], [
+                    ["`%s`" % md_cell(line.replace("`", "'")),
+                     ", ".join(n["tests"][:4] + (["+%d" % (len(n["tests"]) - 4)]
+                                                 if len(n["tests"]) > 4 else [])),
+                     "%d" % n["base"],
+                     "**%d (series only)**" % n["series"] if line in only else str(n["series"])]
+                    for line, n in sorted(kinds.items(),
+                                          key=lambda kv: (-kv[1]["base"] - kv[1]["series"],
+                                                          kv[0]))], right=(2, 3), spaced=True)
     if excluded:
         out += ["", "Excluded (fail or hang on the base kernel):", ""]
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
