@@ -543,7 +543,7 @@ def pipeline(tmp_path, monkeypatch, repo):
     state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
              "error_flag": set()}
 
-    def fake_guest(kernel, script, disks, timeout, prog, log, label):
+    def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None):
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
         state["boots"].append((os.path.basename(kernel), tests))
         # what the guest's KCONFIG_PATH reads: the results disk as the host made it
@@ -584,7 +584,11 @@ def pipeline(tmp_path, monkeypatch, repo):
         if os.path.basename(kernel) in state["error_flag"]:   # as ext2_error() leaves it
             subprocess.run(["debugfs", "-w", "-R", "ssv state 3", disks[1]], check=True,
                            capture_output=True)
+        if follow is not None:     # run_guest runs it while QEMU writes the console
+            follow.start()
         Path(log).write_text("\n".join(console) + "\nFORK-EXIT-STATUS: 0\n")
+        if follow is not None:
+            follow.stop()
         return types.SimpleNamespace(ok=True, rc=0, error=None, problems=[], seconds=1.0,
                                      log=log, output=[])
 
@@ -609,6 +613,8 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
     assert re.search(r"generic/002\s+notrun\s+notrun\s+.*same", out.out)
     assert "e2fsck -fn after each boot: clean (2 boots" in out.out
     assert "1 new failures on the series: generic/013" in out.err
+    # the console's follower said each test as it finished (check's line: pass)
+    assert re.search(r"series 3/3 generic/013 pass \(boot elapsed", out.err), out.err
     report = json.loads(Path(re.search(r"results: (\S+)", out.out).group(1), "fstests.json")
                         .read_text())
     assert report["meta"]["fstests_commit"].startswith("63a29724")

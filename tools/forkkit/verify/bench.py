@@ -8,7 +8,6 @@ import os
 import re
 import shlex
 import shutil
-import threading
 import time
 
 from ..build.kbuild import build
@@ -17,6 +16,7 @@ from ..core.paths import check_output_dir, ensure_dir, repo_root, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..guest import guesttests
+from ..guest.console import Follower
 from ..guest.qemu import ICOUNT_ARGS, failure_message, run_guest
 from ..repo.git import rev_parse
 from ..repo.series import default_revs
@@ -118,13 +118,6 @@ def dbench_files():
     return files
 
 
-def boot(kernel, script, disks, timeout, log, prog, label, extra_files, smp=SMP,
-         icount=False):
-    """run_guest with the bench's extra files (dbench) in the initramfs."""
-    return run_guest(kernel, script, disks, timeout=timeout, smp=smp, mem=MEM, log=log,
-                     prog=prog, label=label, extra_files=extra_files, icount=icount)
-
-
 # ---------------------------------------------------------------------------
 # Host load
 
@@ -167,18 +160,13 @@ def find_qemu():
     return None
 
 
-class LoadWatcher(threading.Thread):
-    """Follows the console log of a running guest and snapshots the host's
-    load when each POINT line and its RESULT line appear, and around the
-    whole boot."""
+class LoadWatcher(Follower):
+    """Follows the console log of a running guest (run_guest's `follow`)
+    and snapshots the host's load when each POINT line and its RESULT line
+    appear, and around the whole boot."""
 
     def __init__(self, log, interval=0.25):
-        super().__init__(daemon=True)
-        self.log = log
-        self.interval = interval
-        self.stop_evt = threading.Event()
-        self.pos = 0
-        self.buf = ""
+        super().__init__(log, interval)
         self.cur = None
         self.qemu = None
         self.events = {}
@@ -205,18 +193,9 @@ class LoadWatcher(threading.Thread):
                 "qemu": proc_ticks(self.qemu) if self.qemu else None,
                 "self": (t.user + t.system) * HZ, "hz": HZ}
 
-    def poll(self):
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(self.pos)
-                data = fh.read()
-        except OSError:
-            return
-        self.pos += len(data)
-        lines = (self.buf + data.decode(errors="replace")).split("\n")
-        self.buf = lines.pop()
+    def lines(self, new):
         snap = None
-        for line in lines:
+        for line in new:
             m = benchlib.POINT_RE.search(line)
             if m:
                 snap = snap or self.snapshot()
@@ -227,14 +206,8 @@ class LoadWatcher(threading.Thread):
                 self.events[self.cur]["end"] = snap
                 self.cur = None
 
-    def run(self):
-        while not self.stop_evt.wait(self.interval):
-            self.poll()
-
     def stop(self):
-        self.stop_evt.set()
-        self.join()
-        self.poll()
+        super().stop()
         self.boot_end = self.boot_snapshot()
 
     def load_of(self, point_id, run=0):
@@ -489,12 +462,9 @@ def run_bench(opts, prog=None, out=print):
                      % (n + 1, len(plan), k, kern["rev"], flavour, rep))
             watcher = LoadWatcher(clog)
             load_before = list(os.getloadavg())
-            watcher.start()
-            try:
-                res = boot(kern["image"], script, disks, timeout, clog, prog, "bench-" + label,
-                           extra, smp=smp, icount=mode == "icount")
-            finally:
-                watcher.stop()
+            res = run_guest(kern["image"], script, disks, timeout=timeout, smp=smp, mem=MEM,
+                            log=clog, prog=prog, label="bench-" + label, extra_files=extra,
+                            icount=mode == "icount", follow=watcher)
             brec = {"index": n, "kernel": k, "flavour": flavour, "rep": rep,
                     "commit": kern["commit"], "rc": res.rc, "ok": res.ok,
                     "problems": res.problems[:5], "error": res.error,

@@ -18,6 +18,7 @@ from ..core.paths import check_output_path, ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..guest import fsroot
+from ..guest.console import Follower
 from ..guest.qemu import failure_message, qemu_binary, run_guest
 from ..repo.git import rev_parse
 from ..repo.series import PRIMARY, Series
@@ -269,28 +270,22 @@ class Background(threading.Thread):
         return self.value
 
 
-class Follower(threading.Thread):
-    """Prints a progress line per finished test while the guest runs,
-    from the console log (check's result line per test)."""
+class TestFollower(Follower):
+    """Prints a progress line per finished test while the guest runs
+    (run_guest's `follow`), from the console log (check's result line per
+    test)."""
 
     def __init__(self, log, side, done, total, prog):
-        super().__init__(daemon=True)
-        self.log, self.side, self.done0, self.total, self.prog = log, side, done, total, prog
-        self.stop = threading.Event()
+        super().__init__(log, 3)
+        self.side, self.done0, self.total, self.prog = side, done, total, prog
+        self.text = []
         self.seen = set()
         self.t0 = time.monotonic()
 
-    def run(self):
-        while not self.stop.wait(3):
-            self.poll()
-        self.poll()
-
-    def poll(self):
-        try:
-            with open(self.log, errors="replace") as fh:
-                text = fh.read()
-        except OSError:
-            return
+    def lines(self, new):
+        self.text += new
+        # every line end as text mode reads it (a lone \r ends a line too)
+        text = "\n".join(self.text).replace("\r", "\n")
         for test, status in fstests.console_tests(text):
             if status is None or test in self.seen:
                 continue
@@ -370,15 +365,10 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config)
         log = os.path.join(bdir, "console.log")
         prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
                  % (side, n, len(tests), os.path.basename(kernel), limit))
-        follow = Follower(log, side, done, total, prog)
-        follow.start()
-        try:
-            res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
-                                                                 "results")],
-                            timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests")
-        finally:
-            follow.stop.set()
-            follow.join()
+        res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
+                                                             "results")],
+                        timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
+                        follow=TestFollower(log, side, done, total, prog))
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
             for d in ("test", "scratch"):
