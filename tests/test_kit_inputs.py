@@ -8,7 +8,7 @@ import types
 import pytest
 
 from forkkit import cli
-from forkkit.core import paths, proc
+from forkkit.core import paths, proc, records
 from forkkit.repo import series as series_mod
 from forkkit.core.errors import ForkError
 
@@ -105,6 +105,23 @@ def test_a_command_that_hangs_is_an_error_not_a_traceback():
         proc.run(["sleep", "5"], timeout=0.2)
     with pytest.raises(ForkError, match=r"did not finish"):
         proc.run(["sleep", "5"], timeout=0.2, log=os.devnull)
+
+
+def test_a_record_write_that_fails_leaves_the_record_as_it_was(tmp_path):
+    """A record (fstests' tests.json, the rebase state, an image's index
+    entry) is replaced whole or not at all: a write that fails midway
+    (here: a value JSON cannot hold) keeps the old file and leaves no
+    temporary file behind."""
+    path = tmp_path / "tests.json"
+    records.write_json(str(path), {"generic/001": {"status": "pass"}})
+    before = path.read_text()
+    assert before == '{\n "generic/001": {\n  "status": "pass"\n }\n}\n'
+    with pytest.raises(TypeError):
+        records.write_json(str(path), {"generic/002": {"status": object()}})
+    assert path.read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["tests.json"]
+    assert records.read_json(str(path), None) == {"generic/001": {"status": "pass"}}
+    assert records.read_json(str(tmp_path / "none.json"), []) == []
 
 
 def test_unknown_revision_says_which_import(kit):

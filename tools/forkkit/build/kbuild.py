@@ -23,6 +23,7 @@ from ..core.locks import Lock
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import cpu_count, files_hash, run, sha256_file, tail
+from ..core.records import write_json
 from ..repo.git import git, require_ktree, rev_parse
 from ..repo.series import Series
 from .kconfig import FLAVOURS, configure
@@ -112,10 +113,7 @@ def read_index(path):
 
 
 def write_index(path, entry):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w") as fh:
-        json.dump(entry, fh, indent=1)
-    os.replace(tmp, path)
+    write_json(path, entry)
 
 
 def build(rev=None, flavour="base", jobs=0, do_patchcheck=True, prog=None, force=False):

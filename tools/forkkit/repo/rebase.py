@@ -21,6 +21,7 @@ from ..core.errors import ForkError
 from ..core.paths import ensure_dir, fork_entry, ktree, repo_root, wpath
 from ..core.progress import Progress
 from ..core.proc import run, sha256_file
+from ..core.records import write_json
 from . import debian, snapshot
 from . import series as series_mod
 from . import worktree as worktrees
@@ -77,11 +78,7 @@ def load_state():
 
 def save_state(st):
     ensure_dir(rebase_dir())
-    tmp = state_path() + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(st, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, state_path())
+    write_json(state_path(), st)
 
 
 def drop_state():

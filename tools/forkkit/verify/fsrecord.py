@@ -32,7 +32,7 @@ import shutil
 
 from ..core.errors import ForkError
 from ..core.paths import ensure_dir
-from .fstests import write_json
+from ..core.records import write_json
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",

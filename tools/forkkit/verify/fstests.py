@@ -12,7 +12,6 @@ on /dev/vdd, which the host reads back with debugfs rdump.
 
 import hashlib
 import html
-import json
 import lzma
 import os
 import re
@@ -595,18 +594,3 @@ def markdown(meta, rows, excluded):
         out += ["- %s: %s" % (t, excluded[t]) for t in sorted(excluded)]
     return "\n".join(out) + "\n"
 
-
-def write_json(path, data):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-        fh.write("\n")
-    os.replace(tmp, path)
-
-
-def read_json(path, default):
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return default

@@ -17,6 +17,7 @@ from ..core.errors import ForkError
 from ..core.paths import check_output_path, ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
+from ..core.records import read_json, write_json
 from ..guest import fsroot
 from ..guest.console import Follower
 from ..guest.qemu import failure_message, qemu_binary, run_guest
@@ -140,7 +141,7 @@ def run_fstests(args):
             store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
             bpath = os.path.join(store, "boots.json")
-            results[side] = fstests.read_json(rpath, {})
+            results[side] = read_json(rpath, {})
             ident = dict(identity, image_sha256=img.image_sha256, rev=revs[n],
                          commit=commits[n], tree=getattr(img, "tree", None),
                          version=img.version)
@@ -150,9 +151,9 @@ def run_fstests(args):
                                              side, prog)
             if args.fresh:
                 results[side] = {t: r for t, r in results[side].items() if t not in chosen}
-                fstests.write_json(rpath, results[side])
+                write_json(rpath, results[side])
                 if recdir:      # else the next sitting would take them back
-                    fsrecord.save(recdir, ident, results[side], fstests.read_json(bpath, []))
+                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -167,14 +168,14 @@ def run_fstests(args):
                 done_before = len(results[side])
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
-                            next_boot(store, fstests.read_json(bpath, []), recdir),
+                            next_boot(store, read_json(bpath, []), recdir),
                             img.config)
                 info["commit"] = commits[n]
                 results[side].update(info.pop("records"))
-                fstests.write_json(rpath, results[side])
-                fstests.write_json(bpath, fstests.read_json(bpath, []) + [info])
+                write_json(rpath, results[side])
+                write_json(bpath, read_json(bpath, []) + [info])
                 if recdir:
-                    fsrecord.save(recdir, ident, results[side], fstests.read_json(bpath, []))
+                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
                     prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
                                                                 recdir))
                 if info["limit"]:
@@ -189,7 +190,7 @@ def run_fstests(args):
     consoles = [(side, b, [b.get("console")] + ([fsrecord.console_path(recdirs[side], b["n"])]
                                                 if recdirs.get(side) else []))
                 for side in SIDES if side in stores
-                for b in fstests.read_json(os.path.join(stores[side], "boots.json"), [])
+                for b in read_json(os.path.join(stores[side], "boots.json"), [])
                 if set(b.get("tests", [])) & set(chosen)]
     boots = [b for _, b, _ in consoles]
     rows = fstests.compare(chosen, results["base"], results["series"])
@@ -200,12 +201,12 @@ def run_fstests(args):
                                                       len(consoles) - len(missing))
     report = {"meta": meta, "tests": rows, "boots": boots,
               "totals": {s: fstests.totals(rows, s) for s in SIDES}}
-    fstests.write_json(os.path.join(rundir, "fstests.json"), report)
+    write_json(os.path.join(rundir, "fstests.json"), report)
     md = fstests.markdown(meta, rows, excluded)
     with open(os.path.join(rundir, "fstests.md"), "w") as fh:
         fh.write(md)
     if args.json:
-        fstests.write_json(args.json, report)
+        write_json(args.json, report)
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write(md)
@@ -312,7 +313,7 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     """Add what recdir holds for this kernel to its store (tests.json and
     boots.json); tests finished here win.  Returns the merged results."""
     rec_tests, rec_boots = fsrecord.load(recdir, ident)
-    boots = fstests.read_json(bpath, [])
+    boots = read_json(bpath, [])
     have = {b["n"]: b for b in boots}
     added = 0
     for b in rec_boots:
@@ -327,8 +328,8 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     new = {t: r for t, r in rec_tests.items() if t not in results}
     if added or new:
         results = dict(new, **results)
-        fstests.write_json(rpath, results)
-        fstests.write_json(bpath, sorted(boots, key=lambda b: b["n"]))
+        write_json(rpath, results)
+        write_json(bpath, sorted(boots, key=lambda b: b["n"]))
     if rec_tests:
         prog.say("%s: %d tests recorded in %s (%d of them not in this machine's store)"
                  % (side, len(rec_tests), recdir, len(new)))
