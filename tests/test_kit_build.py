@@ -285,3 +285,38 @@ def test_export_says_sparse_only_where_it_ran():
     text = cmd_export.check_text([("a" * 40, "ext2: x", refused)], "base", "smoke", False)
     assert "a W=1 build of the files it touches" in text and "W=1 and sparse" not in text
     assert "Sparse: not run: this kernel refuses sparse 0.6.4." in text
+
+
+# what decides an image: every module of the build package
+IMAGE_MODULES = {"make.py", "kconfig.py", "patchcheck.py", "kbuild.py"}
+
+
+def test_the_image_key_names_every_build_module(tmp_path, monkeypatch):
+    """A stored image is indexed under the code that built it
+    (kbuild.build_key()): an edit of any module of build/ (the worktree
+    and make, the flavours, the W=1/sparse patchcheck, the build and its
+    store) or a module added there gives another key, so no image of the
+    older code is taken for one of the new."""
+    import shutil
+    from pathlib import Path
+    from forkkit.build import kbuild
+    src = Path(kbuild.__file__).parent
+    assert IMAGE_MODULES <= {p.name for p in src.glob("*.py")}
+    copy = tmp_path / "build"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert kbuild._build_hash(str(copy)) == kbuild._build_hash() == kbuild.build_key()
+    seen = {kbuild.build_key()}
+    for f in sorted(copy.glob("*.py")):
+        text = f.read_text()
+        f.write_text(text + "\n# edited\n")
+        key = kbuild._build_hash(str(copy))
+        assert key not in seen, "%s is left out of the image key" % f.name
+        seen.add(key)
+        f.write_text(text)
+    assert kbuild._build_hash(str(copy)) == kbuild.build_key()
+    (copy / "extra.py").write_text("X = 1\n")
+    assert kbuild._build_hash(str(copy)) not in seen
+    # and the key is in every image's index entry name
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    assert kbuild.index_path("t" * 40, "base", "c" * 64).endswith(
+        "-%s.json" % kbuild.build_key())
