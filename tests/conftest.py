@@ -253,7 +253,8 @@ class Kit:
 
     def fake_apt(self, archive, sources=None):
         """apt-get/apt-cache stand-ins serving `archive` (see FAKE_APT), and
-        the machine's apt sources as `sources` (deb822 text)."""
+        the machine's apt sources as `sources` (deb822 text; in this
+        process: a subprocess reads the machine's own)."""
         for prog in ("apt-get", "apt-cache"):
             script = self.bin / prog
             script.write_text(FAKE_APT)
@@ -264,9 +265,11 @@ class Kit:
             "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm bookworm-updates\n"
             "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"))
         for k, v in (("FAKE_APT_ARCHIVE", self.tmp / "archive.json"),
-                     ("FAKE_APT_LOG", self.tmp / "apt.log"), ("FORK_APT_SOURCES", src)):
+                     ("FAKE_APT_LOG", self.tmp / "apt.log")):
             self.env[k] = str(v)
             self.mp.setenv(k, str(v))
+        from forkkit.repo import debian
+        self.mp.setattr(debian, "sources_files", lambda: [str(src)])
 
     def serve_archive(self, versions):
         """Serve [(version, suite, tarball)] of linux-source-9.9 from the fake

@@ -19,6 +19,7 @@ import pytest
 from conftest import FORK, PYTHON, ROOT
 from forkkit.build import kbuild, kconfig, make
 from forkkit.guest import fsroot
+from forkkit.repo import debian
 from forkkit.verify import fstests, fstests_run as cmd_fstests
 from forkkit.core.errors import ForkError
 
@@ -333,7 +334,7 @@ def test_source_prefers_env_then_local_bundle(repo, tmp_path, monkeypatch):
 
 
 def test_root_key_follows_inputs(repo, monkeypatch):
-    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(repo / "debian.sources")])
     (repo / "debian.sources").write_text(
         "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
         "Components: main\nSigned-By: /k.gpg\n")
@@ -354,7 +355,7 @@ def test_root_key_follows_inputs(repo, monkeypatch):
 def test_root_key_follows_fstests_patches(repo, monkeypatch):
     """A change to ci/fstests/patches makes another root; without patches the
     inputs have no patch entry (the key of an unpatched root is unchanged)."""
-    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(repo / "debian.sources")])
     (repo / "debian.sources").write_text(
         "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
         "Components: main\nSigned-By: /k.gpg\n")

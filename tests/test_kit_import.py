@@ -324,7 +324,7 @@ def test_sources_parsing(tmp_path, monkeypatch):
     two.write_text("Types: deb\nURIs: http://m.example/debian-security\n"
                    "Suites: bookworm-security\nComponents: main\n\n"
                    "Types: deb\nEnabled: no\nURIs: http://off.example/\nSuites: sid\n")
-    monkeypatch.setenv("FORK_APT_SOURCES", "%s:%s" % (one, two))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(one), str(two)])
     text, suites = debian.sources_list()
     assert text.splitlines() == [
         "deb [signed-by=/k.gpg] http://m.example/debian bookworm main",

@@ -38,10 +38,7 @@ LISTS_MAX_AGE = 24 * 3600
 
 
 def sources_files():
-    """The system's apt source files: $FORK_APT_SOURCES (tests), else /etc/apt."""
-    env = os.environ.get("FORK_APT_SOURCES")
-    if env:
-        return env.split(":")
+    """The machine's apt source files (/etc/apt)."""
     out = ["/etc/apt/sources.list"]
     d = "/etc/apt/sources.list.d"
     if os.path.isdir(d):
