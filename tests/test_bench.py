@@ -821,9 +821,8 @@ def test_markdown_structure():
 # integration: the real kernels in QEMU
 
 @pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
-                    reason="set FORK_INTEGRATION=1 (slow: builds what is missing, boots QEMU; "
-                           "conftest runs test_integration.py's import/branches first)")
-def test_integration_quick_run(tmp_path):
+                    reason="set FORK_INTEGRATION=1 (slow: builds what is missing, boots QEMU)")
+def test_integration_quick_run(tmp_path, kernel_trees):
     out = tmp_path / "bench"
     proc = subprocess.run(["/usr/bin/python3", str(REPO / "tools" / "fork"), "bench",
                            "--quick", "--reps", "1", "--out", str(out)],

@@ -312,7 +312,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
                     reason="builds kernels and boots QEMU: set FORK_INTEGRATION=1")
-def test_injected_fault_real():
+def test_injected_fault_real(kernel_trees):
     """On the real kernel tree (FORK_KTREE / work/linux, distro/6.12):
     harmless commit, tests/data/fault-bfree.patch, harmless commit, on a
     scratch branch; `tools/fork bisect distro/6.12 <branch> --test seed`

@@ -49,10 +49,12 @@ FAULT_TESTS = ["generic/013", "generic/014"]
 # The CI selection is in CI: the guest root (debootstrap and the fstests
 # build, ~16 minutes) is made once per machine and shared by every clone,
 # so CI spends the ~13 minutes of runs (FSTESTS.md) on it.
-pytestmark = pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
-                                os.environ.get("FORK_FSTESTS") == "0",
-                                reason="fstests integration tests need FORK_INTEGRATION=1 "
-                                       "(and not FORK_FSTESTS=0)")
+pytestmark = [pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
+                                 os.environ.get("FORK_FSTESTS") == "0",
+                                 reason="fstests integration tests need FORK_INTEGRATION=1 "
+                                        "(and not FORK_FSTESTS=0)"),
+              # distro/7.3 and series/7.3
+              pytest.mark.usefixtures("kernel_trees")]
 
 
 def fstests(*args, timeout=3600):
