@@ -162,7 +162,27 @@ def test_a_planted_violation_is_named(kit_copy, where, line, said):
 def test_a_planted_cycle_and_a_module_outside_the_layers_are_named(kit_copy):
     plant(kit_copy / "core" / "errors.py", "from . import progress  # planted")
     plant(kit_copy / "core" / "progress.py", "from . import errors  # planted")
-    (kit_copy / "helpers.py").write_text("from .core import errors\n")
+    (kit_copy / "stray.py").write_text("from .core import errors\n")
     bad = violations(kit_copy)
     assert "import cycle: core.errors -> core.progress -> core.errors" in bad
-    assert "helpers.py: not in a layer (%s, or cli)" % ", ".join(LAYERS) in bad
+    assert "stray.py: not in a layer (%s, or cli)" % ", ".join(LAYERS) in bad
+
+
+# Pieces the kit had several copies of, each now in one module: the text
+# that gives a copy away, and the module that may hold it.
+ONCE = [
+    ('"worktree", "add"', "repo/worktree.py"),         # a worktree of the kernel tree
+    ("|---", "core/tables.py"),                         # a markdown table's rule
+    ("| ---", "core/tables.py"),
+    ("---|", "core/tables.py"),
+    ("files_hash(", "core/proc.py"),                    # the hash of the kit's code
+]
+
+
+@pytest.mark.parametrize("text,home", ONCE, ids=[h for _, h in ONCE])
+def test_a_shared_piece_lives_in_one_module(text, home):
+    holders = sorted(os.path.relpath(p, KIT) for p in modules(KIT).values()
+                     if text in Path(p).read_text())
+    if text.endswith("("):      # a function: defined in one place, called anywhere
+        holders = [h for h in holders if "def " + text in (KIT / h).read_text()]
+    assert holders == [home]
