@@ -371,8 +371,12 @@ def test_split_patch_and_offsets():
                               "(offset -3 lines).\n") == ["a/b.c: hunk #2 at line 40 (offset -3)"]
 
 
-def test_conflict_report_names_files_the_3way_merge_resolved(tmp_path):
+def test_conflict_report_names_files_the_3way_merge_resolved(tmp_path, monkeypatch):
     """One patch, two files: a.c conflicts, b.c only needs the 3-way merge."""
+    # the rebase's empty hooks directory goes to a work dir of the test's,
+    # not the checkout's own work/
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path.parent / "work"))
+
     def sh(*args):
         return cmd_rebase.git(list(args), cwd=str(tmp_path))
 
