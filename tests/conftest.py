@@ -253,7 +253,8 @@ class Kit:
 
     def fake_apt(self, archive, sources=None):
         """apt-get/apt-cache stand-ins serving `archive` (see FAKE_APT), and
-        the machine's apt sources as `sources` (deb822 text)."""
+        the machine's apt sources as `sources` (deb822 text; in this
+        process: a subprocess reads the machine's own)."""
         for prog in ("apt-get", "apt-cache"):
             script = self.bin / prog
             script.write_text(FAKE_APT)
@@ -264,9 +265,11 @@ class Kit:
             "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm bookworm-updates\n"
             "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"))
         for k, v in (("FAKE_APT_ARCHIVE", self.tmp / "archive.json"),
-                     ("FAKE_APT_LOG", self.tmp / "apt.log"), ("FORK_APT_SOURCES", src)):
+                     ("FAKE_APT_LOG", self.tmp / "apt.log")):
             self.env[k] = str(v)
             self.mp.setenv(k, str(v))
+        from forkkit.repo import debian
+        self.mp.setattr(debian, "sources_files", lambda: [str(src)])
 
     def serve_archive(self, versions):
         """Serve [(version, suite, tarball)] of linux-source-9.9 from the fake
@@ -480,12 +483,72 @@ def pytest_sessionstart(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the real pipeline (test_integration.py: import, branches, check)
-    before the other integration tests, which use its kernel tree and
-    branches, and its test_verdicts_after_the_mix after all of them; the
-    order is otherwise unchanged."""
-    def key(item):
-        if item.name == "test_verdicts_after_the_mix":
-            return 2
-        return 0 if item.fspath.basename == "test_integration.py" else 1
-    items.sort(key=key)
+    """test_verdicts_after_the_mix (test_integration.py) goes last when it
+    runs with others: it asks whether the kernels that bench and bisect
+    built without the W=1/sparse patchcheck change a verdict, which says
+    the more the more was built before it.  It needs nothing of them:
+    alone it passes too.  The order is otherwise pytest's."""
+    items.sort(key=lambda item: item.name == "test_verdicts_after_the_mix")
+
+
+# -- the integration tests' kernel tree -----------------------------------------
+#
+# The integration tests (FORK_INTEGRATION=1) run the real tools/fork of this
+# checkout on its real kernel tree (work/linux, or $FORK_KTREE): they need
+# every stored series imported and its branches laid out.  kernel_trees
+# does that once per pytest run, for whichever of them comes first, so that
+# any one of them, or any one file, runs alone.
+
+
+def series_dirs():
+    """The series the integration tests run: the primary one and every
+    backport with patches (backports/<ver>/)."""
+    out = ["patches"]
+    bdir = ROOT / "backports"
+    for ver in sorted(os.listdir(bdir)) if bdir.is_dir() else []:
+        if (bdir / ver / "base").exists() and (bdir / ver / "series").stat().st_size > 0:
+            out.append("backports/" + ver)
+    return out
+
+
+def kver(series):
+    """The major.minor of a series directory's base (6.12, 7.3)."""
+    import re
+    text = (ROOT / series / "base").read_text()
+    return re.search(r"^package: linux-source-(\S+)$", text, re.M).group(1)
+
+
+def fork_real(*args, timeout=3600):
+    """`tools/fork ARGS` of this checkout, on its own kernel tree."""
+    proc = subprocess.run([PYTHON, str(FORK)] + [str(a) for a in args], cwd=str(ROOT),
+                          capture_output=True, text=True, timeout=timeout)
+    sys.stderr.write(proc.stderr)
+    return proc
+
+
+@pytest.fixture(scope="session")
+def kernel_trees():
+    """Every series of series_dirs() imported (`tools/fork import <ver>`,
+    from the installed package or Debian's archive) and its branches laid
+    out (`tools/fork branches --series DIR`), as
+    test_integration.test_import_branches_check_twice does before it
+    checks them; a no-op where that is done already.  Returns the series."""
+    for series in series_dirs():
+        for args in (["import", kver(series)], ["branches", "--series", series]):
+            proc = fork_real(*args)
+            if proc.returncode != 0:
+                pytest.fail("`tools/fork %s` failed (exit %d), which the integration tests "
+                            "need:\n%s" % (" ".join(args), proc.returncode, proc.stderr[-3000:]))
+    return series_dirs()
+
+
+@pytest.fixture(scope="session")
+def checked_primary(kernel_trees):
+    """kernel_trees, and every commit of the primary series checked
+    (`tools/fork check`: flavour base, test smoke), its rows in the check
+    cache: what export's dry run needs."""
+    proc = fork_real("check", timeout=4 * 3600)
+    if proc.returncode != 0:
+        pytest.fail("`tools/fork check` of the primary series failed:\n%s"
+                    % (proc.stdout[-3000:] + proc.stderr[-3000:]))
+    return kernel_trees

@@ -1,4 +1,4 @@
-"""Tests of `fork bench` (tools/forkkit/cmd_bench.py, benchlib.py).
+"""Tests of `fork bench` (tools/forkkit/verbs/bench.py, verify/bench.py, benchlib.py).
 
 Unit tests run without QEMU: builds and guest boots are replaced by fakes
 that answer the generated guest script with synthetic RESULT lines.  The
@@ -24,8 +24,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import benchlib, cmd_bench, guesttests  # noqa: E402
-from forkkit.common import ForkError  # noqa: E402
+from forkkit.guest import guesttests  # noqa: E402
+from forkkit.verify import bench as cmd_bench, benchlib  # noqa: E402
+from forkkit.core.errors import ForkError  # noqa: E402
 
 FULL = benchlib.SIZES["full"]
 QUICK = benchlib.SIZES["quick"]
@@ -580,7 +581,8 @@ def fake_world(tmp_path, monkeypatch):
     world = argparse.Namespace(builds=builds, boots=[], fail_boot=None, icount=[], kvm=[])
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None, icount=False, kvm=False):
+                       prog=None, label="boot", extra_files=None, icount=False, kvm=False,
+                       follow=None):
         world.icount.append(icount)
         world.kvm.append(kvm)
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
@@ -594,7 +596,11 @@ def fake_world(tmp_path, monkeypatch):
         runs = len(re.findall(r'^echo "POINT id=0 iter=\d+ ', script, re.M)) or 1
         out = fake_output(allp, lambda p: good_series(p, k, rep), lockstat=lockstat, runs=runs)
         assert len(pts) * runs == len([l for l in out if l.startswith("POINT")])
+        if follow is not None:     # run_guest runs it while QEMU writes the console
+            follow.start()
         Path(log).write_text("\n".join(out) + "\n")
+        if follow is not None:
+            follow.stop()
         if world.fail_boot == len(world.boots):
             return FakeBoot(out[:3], log, rc=1, problems=["BUG: kernel NULL pointer"])
         return FakeBoot(out, log)
@@ -729,17 +735,14 @@ def test_missing_gnuplot(tmp_path, fake_world, monkeypatch, capsys):
     assert (rdir / "bench.json").exists() and not (rdir / "bench.png").exists()
 
 
-def test_boot_adds_extra_files_to_the_initramfs(monkeypatch):
-    seen = {}
-
-    def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                       prog=None, label="boot", extra_files=None, icount=False, kvm=False):
-        seen["extra"] = extra_files
-        return "booted"
-
-    monkeypatch.setattr(cmd_bench, "run_guest", fake_run_guest)
-    assert cmd_bench.boot("k", "s", [], 1, "l", None, "x", {"/a": "/b"}) == "booted"
-    assert seen["extra"] == {"/a": "/b"}
+def test_boots_get_the_dbench_files_and_the_load_watcher(tmp_path, fake_world, monkeypatch):
+    """Every boot's initramfs holds dbench (run_guest's extra_files), and
+    the host's load is followed through each boot's console."""
+    monkeypatch.setattr(cmd_bench, "dbench_files", lambda: {"/usr/bin/dbench": "/x/dbench"})
+    doc = cmd_bench.run_bench(opts(tmp_path), out=lambda s: None)
+    assert [b[7] for b in fake_world.boots] == [{"/usr/bin/dbench": "/x/dbench"}] * 4
+    assert doc["samples"] and all(s["load"]["before"] and s["load"]["after"]
+                                  for s in doc["samples"])
 
 
 @pytest.mark.skipif(not shutil.which("dbench") or not shutil.which("ldd"),
@@ -820,9 +823,8 @@ def test_markdown_structure():
 # integration: the real kernels in QEMU
 
 @pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
-                    reason="set FORK_INTEGRATION=1 (slow: builds what is missing, boots QEMU; "
-                           "conftest runs test_integration.py's import/branches first)")
-def test_integration_quick_run(tmp_path):
+                    reason="set FORK_INTEGRATION=1 (slow: builds what is missing, boots QEMU)")
+def test_integration_quick_run(tmp_path, kernel_trees):
     out = tmp_path / "bench"
     proc = subprocess.run(["/usr/bin/python3", str(REPO / "tools" / "fork"), "bench",
                            "--quick", "--reps", "1", "--out", str(out)],
@@ -955,13 +957,18 @@ def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, mon
     boots = []
 
     def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
-                  prog=None, label="boot", extra_files=None, icount=False, kvm=False):
+                  prog=None, label="boot", extra_files=None, icount=False, kvm=False,
+                  follow=None):
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
         boots.append(os.path.basename(kernel)[:1] + ("*" if "lockstat" in kernel else ""))
         lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]
         out = fake_output(benchlib.make_points(QUICK, benchlib.parse_only("seed,statfs")),
                           lambda p: good_series(p, k, 0), lockstat=lockstat)
+        if follow is not None:
+            follow.start()
         Path(log).write_text("\n".join(out) + "\n")
+        if follow is not None:
+            follow.stop()
         return FakeBoot(out, log)
 
     monkeypatch.setattr(cmd_bench, "run_guest", run_guest)

@@ -20,8 +20,8 @@ import pytest
 from conftest import AUTHOR, FORK, PYTHON, Result
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from forkkit import cmd_bisect  # noqa: E402
-from forkkit.common import ForkError  # noqa: E402
+from forkkit.verify import bisect as cmd_bisect  # noqa: E402
+from forkkit.core.errors import ForkError  # noqa: E402
 
 FAKE = """#!/bin/sh
 state=$(git -C "$FORK_KTREE" show "$1:state")
@@ -214,7 +214,8 @@ class Boot:
 def step_env(tree, monkeypatch):
     kit, make = tree
     ids = make(["good", "bad"])
-    from forkkit import guesttests, kernel
+    from forkkit.guest import guesttests
+    from forkkit.verify import kernel
     calls = []
 
     class Built:
@@ -290,7 +291,7 @@ def test_step_fsck_failure_is_bad(step_env):
 def test_step_that_cannot_boot_anything_stops_the_bisect(step_env, monkeypatch):
     commit, calls, mode = step_env
     import argparse
-    from forkkit import kernel
+    from forkkit.verify import kernel
 
     def no_qemu(*a, **k):
         raise ForkError("qemu-system-x86_64 not found: run `apt-get install qemu-system-x86`")
@@ -311,12 +312,12 @@ DATA = Path(__file__).resolve().parent / "data"
 
 @pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1",
                     reason="builds kernels and boots QEMU: set FORK_INTEGRATION=1")
-def test_injected_fault_real():
+def test_injected_fault_real(kernel_trees):
     """On the real kernel tree (FORK_KTREE / work/linux, distro/6.12):
     harmless commit, tests/data/fault-bfree.patch, harmless commit, on a
     scratch branch; `tools/fork bisect distro/6.12 <branch> --test seed`
     must name exactly the fault commit.  Two builds and two guest runs."""
-    from forkkit.common import ktree
+    from forkkit.core.paths import ktree
     k = ktree()
     branch = "refs/heads/scratch/bisect-fault"
 
@@ -374,7 +375,7 @@ def test_step_on_a_disk_without_host_counts_is_good(step_env, monkeypatch):
     """A guest test on another filesystem (ufs: no host checker, both host
     cells n/a) is judged by the guest test alone: good when it passes."""
     commit, calls, mode = step_env
-    from forkkit import guesttests
+    from forkkit.guest import guesttests
     monkeypatch.setattr(guesttests, "verify_other", lambda img, fs, log=None: {
         "e2fsck": ("n/a", "ufs: no checker"), "counts": ("n/a", "ufs: none")})
     assert step(commit, "ufs-dirsync") == 0

@@ -28,8 +28,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import checkrecords  # noqa: E402
-from forkkit.common import ForkError  # noqa: E402
+from forkkit.verify import checkrecords  # noqa: E402
+from forkkit.core.errors import ForkError  # noqa: E402
 
 PASS_CLAIM = re.compile(
     r"In all recorded runs, every series commit of \[(records/checks/([^/\]]+)/[^\]]+\.json)\]\([^)]*\) "

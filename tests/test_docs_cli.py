@@ -1,6 +1,6 @@
 """The documents and `tools/fork VERB --help` against the argparse definitions.
 
-The parsers of tools/forkkit/cmd_*.py are the one source of truth for the
+The parsers of tools/forkkit/verbs/*.py are the one source of truth for the
 verbs' options: each option's help says what it does and its default
 (argparse's %(default)s, never a copy of the value), and a list of choices
 in a help text is the parser's own.  The documents (README.md,
@@ -12,7 +12,7 @@ options, but each one they name must be valid for that verb's parser:
   `--option` code span is an option of a verb its paragraph names before
   it or of the verb its document is about (BENCHMARKS.md: bench,
   FSTESTS.md: fstests);
-* a value given to an option with choices (--config: kbuild.FLAVOURS,
+* a value given to an option with choices (--config: kconfig.FLAVOURS,
   --test: guesttests.TESTS, or the parser's own choices) is one of them,
   and a list of alternatives (`--mode wall|icount`) is all of them;
 * a default the text states (`--mode wall` (default)) is the parser's.
@@ -24,7 +24,11 @@ import re
 import pytest
 
 from conftest import ROOT
-from forkkit import cli, cmd_frag, common, guesttests, kbuild
+from forkkit import cli
+from forkkit.build import kbuild, kconfig
+from forkkit.core.errors import ForkError
+from forkkit.guest import guesttests
+from forkkit.verbs import frag as cmd_frag
 
 DOCS = ["README.md", "BENCHMARKS.md", "FSTESTS.md", "CHECKS.md", "fixes/README.md"]
 # a document about one verb: its bare `--option` spans may be that verb's
@@ -54,7 +58,7 @@ def choice_set(action):
     if action.dest == "test":
         return set(guesttests.TESTS)
     if action.dest == "config":
-        return set(kbuild.FLAVOURS)
+        return set(kconfig.FLAVOURS)
     return None
 
 
@@ -336,7 +340,7 @@ def test_frag_defaults_to_the_primary_series(kit, monkeypatch):
 
     def build(rev, **_):
         built.append(rev)
-        raise common.ForkError("stop after the first build")
+        raise ForkError("stop after the first build")
 
     monkeypatch.setattr(cmd_frag, "build", build)
     assert cli.main(["frag"]) == 1

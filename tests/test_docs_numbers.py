@@ -21,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import benchlib, cmd_check  # noqa: E402
+from forkkit.verify import benchlib, check as cmd_check  # noqa: E402
 
 # The runs BENCHMARKS.md summarises, by the names it gives them.
 RUNS = {

@@ -180,7 +180,7 @@ class ExportKit(Kit):
         return ids
 
     def fake_checks(self, commits):
-        from forkkit import kernel
+        from forkkit.verify import kernel
         for c in commits:
             tree = self.rev(c + "^{tree}")
             row = {"commit": c, "tree": tree, "subject": "x", "flavour": "base",
@@ -568,7 +568,7 @@ def test_refuses_existing_version_without_force(ek, send_email):
 
 
 def test_refuses_unchecked_commit_unless_allowed(ek, send_email):
-    from forkkit import kernel
+    from forkkit.verify import kernel
     tree = ek.rev(ek.ids[1] + "^{tree}")
     os.unlink(kernel.cache_path(tree, "base", "smoke"))
     res = ek.fork("export")
@@ -661,7 +661,7 @@ def test_maintainers(ek):
 def test_cover_letter_gets_mime_headers_for_utf8(tmp_path):
     """A cover letter that only its text makes non-ASCII (a changelog naming
     Jan Kára, a bench unit in µs) still says it is UTF-8."""
-    from forkkit.cmd_export import fill_cover
+    from forkkit.publish.export import fill_cover
     cover = tmp_path / "0000-cover-letter.patch"
     cover.write_text("From 0 Mon Sep 17 00:00:00 2001\nFrom: T <t@example.org>\n"
                      "Subject: [PATCH 0/1] *** SUBJECT HERE ***\n\n*** BLURB HERE ***\n\n"
@@ -704,7 +704,7 @@ def test_placeholder_sender_is_refused_but_a_dry_run_shows_the_mails(ek, send_em
 
 
 def test_mailed_commits_drop_placeholder_signoffs(ek):
-    from forkkit import cmd_export
+    from forkkit.publish import export as cmd_export
     base = ek.rev("distro/9.9")
     c = ek.git("commit-tree", "series/9.9^{tree}", "-p", base, "-m",
                "ext2: x\n\nWhy.\n\nSigned-off-by: ext2-scale developers "
@@ -725,7 +725,7 @@ def test_a_series_may_have_its_own_cover_letter(tmp_path, monkeypatch):
     """fixes/ is mailed with mailing/fixes/cover-letter.tmpl, the primary
     series (and a series without one) with mailing/cover-letter.tmpl."""
     import types
-    from forkkit import cmd_export
+    from forkkit.publish import export as cmd_export
     monkeypatch.setenv("FORK_REPO", str(tmp_path))
     (tmp_path / "mailing" / "fixes").mkdir(parents=True)
     (tmp_path / "mailing" / "cover-letter.tmpl").write_text("primary\n")
@@ -741,8 +741,8 @@ def test_a_series_may_have_its_own_cover_letter(tmp_path, monkeypatch):
 
 
 def test_only_a_series_own_letter_may_leave_out_the_benchmarks(tmp_path, monkeypatch):
-    from forkkit import cmd_export
-    from forkkit.common import ForkError
+    from forkkit.publish import export as cmd_export
+    from forkkit.core.errors import ForkError
     monkeypatch.setenv("FORK_REPO", str(tmp_path))
     tmpl = tmp_path / "t.tmpl"
     tmpl.write_text("subject\n\n{summary}\n{check_table}\n{base}\n{changelog}\n"

@@ -14,7 +14,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import guesttests, series as series_mod  # noqa: E402
+from forkkit.guest import guesttests  # noqa: E402
+from forkkit.repo import series as series_mod  # noqa: E402
 
 FIXES = REPO / "fixes"
 README = (FIXES / "README.md").read_text()
@@ -120,7 +121,7 @@ def fix_tests():
 
 @pytest.mark.skipif(not INTEGRATION, reason="builds and boots 7.3: FORK_INTEGRATION=1")
 @pytest.mark.parametrize("num,test", fix_tests(), ids=[n for n, _ in fix_tests()])
-def test_fix_test_fails_on_stock_and_passes_with_the_fix(num, test, tmp_path):
+def test_fix_test_fails_on_stock_and_passes_with_the_fix(num, test, tmp_path, kernel_trees):
     """The guest test of fix NUM fails on the commit before it (the stock
     snapshot plus the other fixes, which touch other code) and passes on
     the fix's own commit."""

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FORK, PYTHON, ROOT
-from forkkit import cmd_fstests, fsroot, fstests, kbuild
-from forkkit.common import ForkError
+from forkkit.build import kbuild, kconfig, make
+from forkkit.guest import fsroot
+from forkkit.repo import debian
+from forkkit.verify import fstests, fstests_run as cmd_fstests
+from forkkit.core.errors import ForkError
 
 XUNIT = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="xfstests" failures="1" skipped="1" tests="3" time="20" hostname="fstests">
@@ -289,14 +292,14 @@ def test_console_tests_with_kernel_messages_between():
 # ---------------------------------------------------------------- kconfig
 
 def test_fstests_flavour_fragment():
-    assert kbuild.FLAVOURS["fstests"] == ["base.config", "fstests.config"]
-    opts = {s: (v, ip) for s, v, ip in kbuild.parse_fragment(
+    assert kconfig.FLAVOURS["fstests"] == ["base.config", "fstests.config"]
+    opts = {s: (v, ip) for s, v, ip in kconfig.parse_fragment(
         str(ROOT / "ci" / "kconfig" / "fstests.config"))}
     for sym in ("CONFIG_BLK_DEV_LOOP", "CONFIG_QUOTA", "CONFIG_QFMT_V2", "CONFIG_BLK_DEV_DM",
                 "CONFIG_DM_FLAKEY", "CONFIG_DM_SNAPSHOT", "CONFIG_DM_LOG_WRITES",
                 "CONFIG_TMPFS_POSIX_ACL", "CONFIG_TMPFS_XATTR", "CONFIG_SYSCTL"):
         assert opts[sym] == ("y", False), sym
-    base = {s for s, v, ip in kbuild.parse_fragment(str(ROOT / "ci" / "kconfig" / "base.config"))
+    base = {s for s, v, ip in kconfig.parse_fragment(str(ROOT / "ci" / "kconfig" / "base.config"))
             if v == "y"}
     # the root disk and ext2 with xattr/ACL/security come from base.config
     assert {"CONFIG_VIRTIO_BLK", "CONFIG_EXT4_FS", "CONFIG_DEVTMPFS", "CONFIG_EXT2_FS_XATTR",
@@ -331,7 +334,7 @@ def test_source_prefers_env_then_local_bundle(repo, tmp_path, monkeypatch):
 
 
 def test_root_key_follows_inputs(repo, monkeypatch):
-    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(repo / "debian.sources")])
     (repo / "debian.sources").write_text(
         "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
         "Components: main\nSigned-By: /k.gpg\n")
@@ -352,7 +355,7 @@ def test_root_key_follows_inputs(repo, monkeypatch):
 def test_root_key_follows_fstests_patches(repo, monkeypatch):
     """A change to ci/fstests/patches makes another root; without patches the
     inputs have no patch entry (the key of an unpatched root is unchanged)."""
-    monkeypatch.setenv("FORK_APT_SOURCES", str(repo / "debian.sources"))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(repo / "debian.sources")])
     (repo / "debian.sources").write_text(
         "Types: deb\nURIs: http://deb.example.org/debian\nSuites: bookworm\n"
         "Components: main\nSigned-By: /k.gpg\n")
@@ -541,7 +544,7 @@ def pipeline(tmp_path, monkeypatch, repo):
     state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
              "error_flag": set()}
 
-    def fake_guest(kernel, script, disks, timeout, prog, log, label):
+    def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None):
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
         state["boots"].append((os.path.basename(kernel), tests))
         # what the guest's KCONFIG_PATH reads: the results disk as the host made it
@@ -582,7 +585,11 @@ def pipeline(tmp_path, monkeypatch, repo):
         if os.path.basename(kernel) in state["error_flag"]:   # as ext2_error() leaves it
             subprocess.run(["debugfs", "-w", "-R", "ssv state 3", disks[1]], check=True,
                            capture_output=True)
+        if follow is not None:     # run_guest runs it while QEMU writes the console
+            follow.start()
         Path(log).write_text("\n".join(console) + "\nFORK-EXIT-STATUS: 0\n")
+        if follow is not None:
+            follow.stop()
         return types.SimpleNamespace(ok=True, rc=0, error=None, problems=[], seconds=1.0,
                                      log=log, output=[])
 
@@ -612,6 +619,8 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
     assert re.search(r"generic/002\s+notrun\s+notrun\s+.*same", out.out)
     assert "e2fsck -fn after each boot: clean (2 boots" in out.out
     assert "1 new failures on the series: generic/013" in out.err
+    # the console's follower said each test as it finished (check's line: pass)
+    assert re.search(r"series 3/3 generic/013 pass \(boot elapsed", out.err), out.err
     report = json.loads(Path(re.search(r"results: (\S+)", out.out).group(1), "fstests.json")
                         .read_text())
     assert report["meta"]["fstests_commit"].startswith("63a29724")
@@ -1042,7 +1051,7 @@ def test_record_must_be_a_directory(pipeline, tmp_path, capsys):
 def test_images_are_reproducible():
     """The version string's #N is fixed (else it counts the links made in a
     build directory, and two builds of one commit differ there)."""
-    env = kbuild.make_env()
+    env = make.make_env()
     assert env["KBUILD_BUILD_VERSION"] == "1"
     assert env["KBUILD_BUILD_TIMESTAMP"] and env["KBUILD_BUILD_USER"] and env["KBUILD_BUILD_HOST"]
 
@@ -1187,9 +1196,11 @@ def test_block_size_is_in_the_profile_the_script_and_the_record_name():
 
 
 def fstests_args(argv):
+    """The verb's arguments, parsed by its own options."""
     import argparse
+    from forkkit.verbs import fstests as verb
     p = argparse.ArgumentParser()
-    cmd_fstests.add_arguments(p)
+    verb.add_arguments(p)
     return p.parse_args(argv)
 
 

@@ -49,10 +49,12 @@ FAULT_TESTS = ["generic/013", "generic/014"]
 # The CI selection is in CI: the guest root (debootstrap and the fstests
 # build, ~16 minutes) is made once per machine and shared by every clone,
 # so CI spends the ~13 minutes of runs (FSTESTS.md) on it.
-pytestmark = pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
-                                os.environ.get("FORK_FSTESTS") == "0",
-                                reason="fstests integration tests need FORK_INTEGRATION=1 "
-                                       "(and not FORK_FSTESTS=0)")
+pytestmark = [pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
+                                 os.environ.get("FORK_FSTESTS") == "0",
+                                 reason="fstests integration tests need FORK_INTEGRATION=1 "
+                                        "(and not FORK_FSTESTS=0)"),
+              # distro/7.3 and series/7.3
+              pytest.mark.usefixtures("kernel_trees")]
 
 
 def fstests(*args, timeout=3600):
@@ -97,7 +99,7 @@ def test_ci_selection_base_vs_series():
                     reason="the broken-patch fstests run needs FORK_FSTESTS=1 (not in CI, "
                            "for time)")
 def test_fault_bfree_is_a_new_failure():
-    from forkkit.common import ktree
+    from forkkit.core.paths import ktree
     k = ktree()
     branch = "refs/heads/scratch/fstests-fault"
 

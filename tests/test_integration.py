@@ -4,6 +4,8 @@ Imports the snapshot, lays out the branches, checks every commit of the
 series in QEMU (checkpatch, build, boot, guest smoke test, e2fsck), then
 checks again and expects every row to come from the cache.  Also boots the
 built kernel into a panic and into a hang to see the boot verb fail cleanly.
+The other tests take the imported trees and their branches from
+conftest's kernel_trees (and checked_primary), so each runs alone as well.
 
 Runs only with FORK_INTEGRATION=1 (tools/test sets it): it needs the
 packages tools/setup installs and takes minutes (a cold build ~10 min on
@@ -16,6 +18,8 @@ import subprocess
 import sys
 
 import pytest
+
+from conftest import kver, series_dirs
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FORK = [sys.executable if sys.executable.startswith("/usr/bin/") else "/usr/bin/python3",
@@ -32,21 +36,6 @@ def fork(*args, timeout=3600):
     sys.stderr.write(proc.stderr)
     sys.stdout.write(proc.stdout)
     return proc
-
-
-def series_dirs():
-    out = ["patches"]
-    bdir = os.path.join(TOP, "backports")
-    for ver in sorted(os.listdir(bdir)) if os.path.isdir(bdir) else []:
-        if os.path.exists(os.path.join(bdir, ver, "base")) and \
-                os.path.getsize(os.path.join(bdir, ver, "series")) > 0:
-            out.append("backports/" + ver)
-    return out
-
-
-def kver(series):
-    with open(os.path.join(TOP, series, "base")) as fh:
-        return re.search(r"^package: linux-source-(\S+)$", fh.read(), re.M).group(1)
 
 
 def table_rows(stdout):
@@ -88,7 +77,7 @@ def test_import_branches_check_twice(series):
     assert "booting" not in p.stderr
 
 
-def test_compare_primary_with_each_backport():
+def test_compare_primary_with_each_backport(kernel_trees):
     backports = series_dirs()[1:]
     if not backports:
         pytest.skip("no backport series in the repository")
@@ -112,7 +101,7 @@ def test_compare_primary_with_each_backport():
         assert sorted(map(int, left)) == list(range(1, n + 1)), listing
 
 
-def test_boot_reports_guest_status_panic_and_hang():
+def test_boot_reports_guest_status_panic_and_hang(kernel_trees):
     ok = fork("boot", "--", "sh", "-c", "grep -q ext2 /proc/filesystems && exit 7")
     assert ok.returncode == 7, ok.stderr
 
@@ -127,12 +116,12 @@ def test_boot_reports_guest_status_panic_and_hang():
     assert "console log:" in hang.stderr
 
 
-def test_verdicts_after_the_mix(tmp_path):
-    """Runs last (conftest orders it): by now bench and bisect have built
-    kernels without the W=1/sparse patchcheck in the same work dir, and
-    check has cached its rows.  A forced check of the primary series must
-    give every commit the same verdict as the cached one, booting the very
-    image (same sha256) the cached row names."""
+def test_verdicts_after_the_mix(tmp_path, kernel_trees):
+    """Runs after the others (conftest orders it): by then bench and
+    bisect have built kernels without the W=1/sparse patchcheck in the same
+    work dir, and check has cached its rows.  A forced check of the primary
+    series must give every commit the same verdict as the cached one,
+    booting the very image (same sha256) the cached row names."""
     cached, forced = tmp_path / "cached.json", tmp_path / "forced.json"
     p = fork("check", "--json", str(cached))
     assert p.returncode == 0, p.stdout + p.stderr
@@ -147,13 +136,13 @@ def test_verdicts_after_the_mix(tmp_path):
         assert not y.get("cached")
 
 
-def test_export_dry_run_of_the_primary_series(tmp_path, monkeypatch):
+def test_export_dry_run_of_the_primary_series(tmp_path, monkeypatch, checked_primary):
     """The mails of the primary series, as export makes them on a fresh
     machine whose sender is given by GIT_COMMITTER_* alone: checkpatch, the
     git am round trip, git send-email into a capturing sendmail and the b4
     am round trip all pass.  Uses the kernel tree, branches and check cache
-    of test_import_branches_check_twice (every series imported, so the
-    range-diff finds the previous version's base)."""
+    of checked_primary (every series imported, so the range-diff finds the
+    previous version's base)."""
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Fork Kit Tests")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "fork-kit@example.org")
     out = tmp_path / "mails"

@@ -1,13 +1,13 @@
 """fork boot without QEMU: console log scanning, the qemu command line, the
-initramfs cpio writer, and the missing-qemu message."""
+initramfs cpio writer, the console follower, and the missing-qemu message."""
 
 import os
 import subprocess
 
 import pytest
 
-from forkkit import initramfs, qemu as cmd_boot
-from forkkit.common import ForkError
+from forkkit.guest import console, initramfs, qemu as cmd_boot
+from forkkit.core.errors import ForkError
 
 CONSOLE = """\
 # qemu-system-x86_64 -append console=ttyS0 panic=-1
@@ -228,6 +228,45 @@ def test_qemu_command_line(tmp_path, monkeypatch):
         cmd_boot.qemu_cmd("bz", "initrd", [str(tmp_path / "nope.img")], 1, "512", False, "")
 
 
+FAKE_QEMU = """#!/bin/sh
+echo 'POINT one'
+sleep 0.5
+echo 'FORK-EXIT-STATUS: 0'
+printf 'last words'
+"""
+
+
+def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
+    """run_guest(follow=F) runs F while QEMU does: F sees the console
+    during the boot, and after QEMU exits it has been stopped and handed
+    every line, the last one without a line end too."""
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "qemu-system-x86_64").write_text(FAKE_QEMU)
+    (bindir / "qemu-system-x86_64").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    base = tmp_path / "base.cpio"
+    base.write_bytes(b"\0" * 512)
+    monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
+    batches = []
+
+    class Seen(console.Follower):
+        def lines(self, new):
+            batches.append(list(new))
+
+    log = str(tmp_path / "console.log")
+    follower = Seen(log, 0.05)
+    res = cmd_boot.run_guest(str(tmp_path / "bzImage"), "true", log=log, follow=follower)
+    assert res.rc == 0 and res.error is None
+    assert not follower.is_alive()
+    seen = [line for batch in batches for line in batch]
+    assert seen[0].startswith("# ") and "qemu-system-x86_64" in seen[0]
+    assert seen[1:] == ["POINT one", "FORK-EXIT-STATUS: 0", "last words"]
+    # read while QEMU slept, not only at the end
+    assert any("POINT one" in b and "FORK-EXIT-STATUS: 0" not in b for b in batches), batches
+
+
 def test_qemu_missing(kit, tmp_path):
     kernel = tmp_path / "bzImage"
     kernel.write_bytes(b"not a kernel")
@@ -310,7 +349,7 @@ def test_boot_passes_the_flavour_boot_arguments_before_the_users(tmp_path, monke
     """`boot --config kasan` boots with the arguments check and bisect give a
     kasan kernel (acpi=noirq: without it the boot can hang, CHECKS.md), then
     --append; the base flavour adds nothing."""
-    from forkkit import cmd_boot as verb
+    from forkkit.verbs import boot as verb
     kernel = tmp_path / "bzImage"
     kernel.write_bytes(b"\0")
     seen = []

@@ -220,32 +220,32 @@ def test_dirty_build_worktree_is_refused(kit):
 
 
 def test_fragment_parsing_and_warning_regex(tmp_path):
-    from forkkit import kbuild as cmd_build
-    from forkkit.common import ForkError
+    from forkkit.build import kbuild as cmd_build, kconfig, patchcheck
+    from forkkit.core.errors import ForkError
     frag = tmp_path / "x.config"
     frag.write_text("# comment\nCONFIG_A=y\nCONFIG_B=n  # if-present\n\nCONFIG_C=\"str\"\n")
-    assert cmd_build.parse_fragment(str(frag)) == [
+    assert kconfig.parse_fragment(str(frag)) == [
         ("CONFIG_A", "y", False), ("CONFIG_B", "n", True), ("CONFIG_C", '"str"', False)]
     frag.write_text("CONFIG_A=y\nEXT2=y\n")
     with pytest.raises(ForkError, match=r"x.config:2: not a CONFIG_X=value line"):
-        cmd_build.parse_fragment(str(frag))
+        kconfig.parse_fragment(str(frag))
     cfg = tmp_path / ".config"
     cfg.write_text("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\n")
-    assert cmd_build.read_config(str(cfg)) == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_C": "m"}
-    m = cmd_build.WARN_RE.match("../../src/fs/ext2/balloc.c:12:3: warning: unused variable 'x'")
+    assert kconfig.read_config(str(cfg)) == {"CONFIG_A": "y", "CONFIG_B": "n", "CONFIG_C": "m"}
+    m = patchcheck.WARN_RE.match("../../src/fs/ext2/balloc.c:12:3: warning: unused variable 'x'")
     assert m and m.group(1) == "fs/ext2/balloc.c" and m.group(2) == "12"
-    m = cmd_build.WARN_RE.match("fs/ext2/inode.c:7: error: bad")
+    m = patchcheck.WARN_RE.match("fs/ext2/inode.c:7: error: bad")
     assert m and m.group(1) == "fs/ext2/inode.c"
-    m = cmd_build.WARN_RE.match("/home/u/work/src/fs/ext2/dir.c:1:1: warning: w")
+    m = patchcheck.WARN_RE.match("/home/u/work/src/fs/ext2/dir.c:1:1: warning: w")
     assert m and m.group(1) == "fs/ext2/dir.c"
-    assert not cmd_build.WARN_RE.match("  CC      fs/ext2/inode.o")
+    assert not patchcheck.WARN_RE.match("  CC      fs/ext2/inode.o")
 
 
 def test_unknown_flavour_from_other_verbs(kit):
     # rebase/bisect/check pass a flavour through to build(): a clean error,
     # not a KeyError traceback
-    from forkkit import kbuild as cmd_build
-    from forkkit.common import ForkError
+    from forkkit.build import kbuild as cmd_build, kconfig, patchcheck
+    from forkkit.core.errors import ForkError
     with pytest.raises(ForkError, match=r"unknown config flavour 'nope': choose one of base, "):
         cmd_build.build("distro/9.9", "nope")
 
@@ -254,29 +254,30 @@ def test_sparse_refused_by_the_kernel_is_not_a_pass(monkeypatch):
     # 6.15+ Makefiles skip sparse with a warning when sparse cannot parse
     # the tree (bookworm's 0.6.4 on 7.3): the patchcheck must say so
     # instead of counting sparse as run.
-    from forkkit import kbuild
-    monkeypatch.setattr(kbuild.shutil, "which", lambda name: "/usr/bin/" + name)
-    monkeypatch.setattr(kbuild, "sparse_version", lambda: "sparse 0.6.4")
+    from forkkit.build import patchcheck
+    monkeypatch.setattr(patchcheck.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(patchcheck, "sparse_version", lambda: "sparse 0.6.4")
     out = ("  CC      fs/ext2/balloc.o\n/k/Makefile:1311: C=1 specified, but sparse is not "
            "available or not up to date\n")
-    state = kbuild.sparse_state(out, ["fs/ext2/balloc.o"])
+    state = patchcheck.sparse_state(out, ["fs/ext2/balloc.o"])
     assert state.startswith("not run: this kernel refuses sparse 0.6.4"), state
     objs = ["fs/ext2/balloc.o", "fs/ext2/inode.o"]
     out = "  CHECK   fs/ext2/balloc.c\n  CC      fs/ext2/balloc.o\n"
-    assert kbuild.sparse_state(out, objs) == "not run on fs/ext2/inode.c (no CHECK line)"
+    assert patchcheck.sparse_state(out, objs) == "not run on fs/ext2/inode.c (no CHECK line)"
     out += "  CHECK   fs/ext2/inode.c\n  CC      fs/ext2/inode.o\n"
-    assert kbuild.sparse_state(out, objs) == "ran"
+    assert patchcheck.sparse_state(out, objs) == "ran"
     # an O= build names the absolute source path (6.12, 2026-12-04)
     out = "  CHECK   /w/src/fs/ext2/balloc.c\n  CHECK   /w/src/fs/ext2/inode.c\n"
-    assert kbuild.sparse_state(out, objs) == "ran"
-    assert kbuild.sparse_state("  CHECK   /w/src/fs/ext3/inode.c\n", ["fs/ext2/inode.o"]) \
+    assert patchcheck.sparse_state(out, objs) == "ran"
+    assert patchcheck.sparse_state("  CHECK   /w/src/fs/ext3/inode.c\n", ["fs/ext2/inode.o"]) \
         == "not run on fs/ext2/inode.c (no CHECK line)"
-    monkeypatch.setattr(kbuild.shutil, "which", lambda name: None)
-    assert kbuild.sparse_state("", ["fs/ext2/balloc.o"]) == "not run: sparse is not installed"
+    monkeypatch.setattr(patchcheck.shutil, "which", lambda name: None)
+    assert patchcheck.sparse_state("", ["fs/ext2/balloc.o"]) == "not run: sparse is not installed"
 
 
 def test_export_says_sparse_only_where_it_ran():
-    from forkkit import cmd_export, kernel
+    from forkkit.publish import export as cmd_export
+    from forkkit.verify import kernel
     row = {"cells": {c: "pass" for c in kernel.CELLS}, "details": {"sparse": "ran"}}
     text = cmd_export.check_text([("a" * 40, "ext2: x", row)], "base", "smoke", False)
     assert "a W=1 and sparse build of the files it touches" in text
@@ -284,3 +285,38 @@ def test_export_says_sparse_only_where_it_ran():
     text = cmd_export.check_text([("a" * 40, "ext2: x", refused)], "base", "smoke", False)
     assert "a W=1 build of the files it touches" in text and "W=1 and sparse" not in text
     assert "Sparse: not run: this kernel refuses sparse 0.6.4." in text
+
+
+# what decides an image: every module of the build package
+IMAGE_MODULES = {"make.py", "kconfig.py", "patchcheck.py", "kbuild.py"}
+
+
+def test_the_image_key_names_every_build_module(tmp_path, monkeypatch):
+    """A stored image is indexed under the code that built it
+    (kbuild.build_key()): an edit of any module of build/ (the worktree
+    and make, the flavours, the W=1/sparse patchcheck, the build and its
+    store) or a module added there gives another key, so no image of the
+    older code is taken for one of the new."""
+    import shutil
+    from pathlib import Path
+    from forkkit.build import kbuild
+    src = Path(kbuild.__file__).parent
+    assert IMAGE_MODULES <= {p.name for p in src.glob("*.py")}
+    copy = tmp_path / "build"
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert kbuild._build_hash(str(copy)) == kbuild._build_hash() == kbuild.build_key()
+    seen = {kbuild.build_key()}
+    for f in sorted(copy.glob("*.py")):
+        text = f.read_text()
+        f.write_text(text + "\n# edited\n")
+        key = kbuild._build_hash(str(copy))
+        assert key not in seen, "%s is left out of the image key" % f.name
+        seen.add(key)
+        f.write_text(text)
+    assert kbuild._build_hash(str(copy)) == kbuild.build_key()
+    (copy / "extra.py").write_text("X = 1\n")
+    assert kbuild._build_hash(str(copy)) not in seen
+    # and the key is in every image's index entry name
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    assert kbuild.index_path("t" * 40, "base", "c" * 64).endswith(
+        "-%s.json" % kbuild.build_key())

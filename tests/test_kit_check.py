@@ -5,9 +5,12 @@ import re
 
 import pytest
 
-from forkkit import cli, cmd_check, guesttests, kbuild, kernel, qemu
-from forkkit import qemu as cmd_boot
-from forkkit.common import ForkError
+from forkkit import cli
+from forkkit.build import kbuild
+from forkkit.guest import guesttests, qemu
+from forkkit.guest import qemu as cmd_boot
+from forkkit.verify import check as cmd_check, kernel
+from forkkit.core.errors import ForkError
 
 
 @pytest.fixture

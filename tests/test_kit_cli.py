@@ -5,7 +5,8 @@ import subprocess
 import pytest
 
 from conftest import FORK, PYTHON
-from forkkit import cli, cmd_boot
+from forkkit import cli
+from forkkit.verbs import boot as cmd_boot
 
 
 def verbs():

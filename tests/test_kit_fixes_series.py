@@ -10,7 +10,8 @@ import pytest
 
 from conftest import KVER
 
-from forkkit import guesttests, qemu, series as series_mod
+from forkkit.guest import guesttests, qemu
+from forkkit.repo import series as series_mod
 
 
 def add_fixes_series(kit, version=None):
@@ -124,7 +125,7 @@ def test_fs_option_of_the_guest_tests():
 def test_kit_key_covers_subpackages(tmp_path):
     """A verdict names the kit's code: a module moved into a subpackage,
     or changed there, gives another key."""
-    from forkkit import kernel
+    from forkkit.verify import kernel
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "a.py").write_text("A = 1\n")

@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from forkkit import funcdiff, reports
+from forkkit.guest import reports
+from forkkit.repo import funcdiff
 
 NAMEI = """\
 // SPDX-License-Identifier: GPL-2.0
@@ -222,7 +223,9 @@ def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     """The base row fails on its ext2 reports, and they still become the
     base's evidence (by ext2_key), from its row and from its stored
     console; its reports without one (ext2's own messages) do not."""
-    from forkkit import cmd_check, guesttests, kbuild, kernel
+    from forkkit.build import kbuild
+    from forkkit.guest import guesttests
+    from forkkit.verify import check as cmd_check, kernel
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
     monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "a" * 64,
@@ -386,7 +389,7 @@ def test_tail_call_targets_stand_for_the_changed_function(monkeypatch, tmp_path)
     targets (read from the build's objects) count as changed, through
     ext2's own to a fixed point; a jump out of ext2, an unresolved one or
     unknown jumps make everything changed."""
-    from forkkit import kbuild
+    from forkkit.build import kbuild
     (tmp_path / "fs" / "ext2").mkdir(parents=True)
     obj = str(tmp_path / "fs" / "ext2" / "file.o")
     open(obj, "w").close()
@@ -450,7 +453,7 @@ SYMBOL TABLE:
 def test_check_passes_each_commit_what_it_changed(monkeypatch):
     """run_check: the base is judged as the base, a commit on it with what
     it changed relative to the base, a commit off the base with ALL."""
-    from forkkit import cmd_check, kernel
+    from forkkit.verify import check as cmd_check, kernel
     base, c1, off = "b" * 40, "c" * 40, "d" * 40
     got = {}
     monkeypatch.setattr(cmd_check, "commits_of", lambda rng, series: [base, c1, off])
@@ -482,7 +485,8 @@ def test_check_commit_adds_the_build_tail_calls(monkeypatch, tmp_path):
     """check_commit: what the guest's reports are judged against is the
     commit's changed functions with its build's tail-call targets, and the
     row records it; a build without the jumps recorded makes it ALL."""
-    from forkkit import kbuild, kernel
+    from forkkit.build import kbuild
+    from forkkit.verify import kernel
     seen = []
     monkeypatch.setattr(kernel, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "new_log", lambda name: str(tmp_path / name))

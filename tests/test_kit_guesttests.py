@@ -7,8 +7,9 @@ import subprocess
 import pytest
 
 from conftest import BASE_CONFIG
-from forkkit import guesttests, kernel
-from forkkit.common import ForkError
+from forkkit.guest import guesttests
+from forkkit.verify import kernel
+from forkkit.core.errors import ForkError
 
 
 def test_results_parsing():

@@ -316,7 +316,7 @@ def test_archive_unreachable_or_tampered(kit):
 
 
 def test_sources_parsing(tmp_path, monkeypatch):
-    from forkkit import debian
+    from forkkit.repo import debian
     one = tmp_path / "sources.list"
     one.write_text("# comment\ndeb [arch=amd64 signed-by=/k.gpg] http://m.example/debian "
                    "bookworm main contrib\ndeb-src http://m.example/debian bookworm main\n")
@@ -324,7 +324,7 @@ def test_sources_parsing(tmp_path, monkeypatch):
     two.write_text("Types: deb\nURIs: http://m.example/debian-security\n"
                    "Suites: bookworm-security\nComponents: main\n\n"
                    "Types: deb\nEnabled: no\nURIs: http://off.example/\nSuites: sid\n")
-    monkeypatch.setenv("FORK_APT_SOURCES", "%s:%s" % (one, two))
+    monkeypatch.setattr(debian, "sources_files", lambda: [str(one), str(two)])
     text, suites = debian.sources_list()
     assert text.splitlines() == [
         "deb [signed-by=/k.gpg] http://m.example/debian bookworm main",
@@ -395,7 +395,7 @@ def test_a_version_only_in_a_skipped_suite(kit):
 
 
 def test_skipped_suites_from_apt_output():
-    from forkkit import debian
+    from forkkit.repo import debian
     suites = ["bookworm", "trixie-backports", "sid"]
     out = ("Hit:1 http://m.example/debian bookworm InRelease\n"
            "Err:2 http://m.example/debian sid InRelease\n"

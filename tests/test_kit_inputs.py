@@ -7,8 +7,10 @@ import types
 
 import pytest
 
-from forkkit import cli, common
-from forkkit.common import ForkError
+from forkkit import cli
+from forkkit.core import paths, proc, records
+from forkkit.repo import series as series_mod
+from forkkit.core.errors import ForkError
 
 
 def one_line_error(res, verb):
@@ -100,9 +102,26 @@ def test_json_path_is_checked_before_any_work(kit, tmp_path, capsys):
 
 def test_a_command_that_hangs_is_an_error_not_a_traceback():
     with pytest.raises(ForkError, match=r"`sleep 5` did not finish within 0.2s"):
-        common.run(["sleep", "5"], timeout=0.2)
+        proc.run(["sleep", "5"], timeout=0.2)
     with pytest.raises(ForkError, match=r"did not finish"):
-        common.run(["sleep", "5"], timeout=0.2, log=os.devnull)
+        proc.run(["sleep", "5"], timeout=0.2, log=os.devnull)
+
+
+def test_a_record_write_that_fails_leaves_the_record_as_it_was(tmp_path):
+    """A record (fstests' tests.json, the rebase state, an image's index
+    entry) is replaced whole or not at all: a write that fails midway
+    (here: a value JSON cannot hold) keeps the old file and leaves no
+    temporary file behind."""
+    path = tmp_path / "tests.json"
+    records.write_json(str(path), {"generic/001": {"status": "pass"}})
+    before = path.read_text()
+    assert before == '{\n "generic/001": {\n  "status": "pass"\n }\n}\n'
+    with pytest.raises(TypeError):
+        records.write_json(str(path), {"generic/002": {"status": object()}})
+    assert path.read_text() == before
+    assert sorted(os.listdir(tmp_path)) == ["tests.json"]
+    assert records.read_json(str(path), None) == {"generic/001": {"status": "pass"}}
+    assert records.read_json(str(tmp_path / "none.json"), []) == []
 
 
 def test_unknown_revision_says_which_import(kit):
@@ -113,9 +132,9 @@ def test_unknown_revision_says_which_import(kit):
     assert "no series of this repository is on 4.2" in err
     assert "tools/fork rebase --onto 4.2 --into backports/4.2" in err
     backport = types.SimpleNamespace(is_primary=False, rel="backports/6.1")
-    assert common.fork_command("check", backport, "--test", "smoke") == \
+    assert series_mod.fork_command("check", backport, "--test", "smoke") == \
         "tools/fork check --series backports/6.1 --test smoke"
-    assert common.fork_command("save", types.SimpleNamespace(is_primary=True)) == \
+    assert series_mod.fork_command("save", types.SimpleNamespace(is_primary=True)) == \
         "tools/fork save"
 
 
@@ -159,9 +178,9 @@ def test_empty_or_crlf_patch_is_named(kit):
 def test_a_failing_command_with_bytes_input_is_a_fork_error():
     # (an empty patch file is such an input: `git mailinfo` fails on it)
     with pytest.raises(ForkError, match=r"(?s)exit 3\): sh -c .*\nerr$"):
-        common.run(["sh", "-c", "echo err >&2; exit 3"], input=b"")
+        proc.run(["sh", "-c", "echo err >&2; exit 3"], input=b"")
     with pytest.raises(ForkError, match=r"(?s)exit 3\): sh -c .*\nout\nerr$"):
-        common.run(["sh", "-c", "cat >/dev/null; echo out; echo err >&2; exit 3"], input=b"x")
+        proc.run(["sh", "-c", "cat >/dev/null; echo out; echo err >&2; exit 3"], input=b"x")
 
 
 @pytest.mark.parametrize("path, why", [
@@ -180,20 +199,20 @@ def test_an_output_that_refuses_writes_is_refused_before_any_work(kit, path, why
 
 def test_output_path_probe_changes_nothing(tmp_path):
     new = tmp_path / "new.json"
-    assert common.check_output_path(str(new)) == str(new)
+    assert paths.check_output_path(str(new)) == str(new)
     assert not new.exists()
     old = tmp_path / "old.json"
     old.write_text("kept\n")
-    common.check_output_path(str(old))
+    paths.check_output_path(str(old))
     assert old.read_text() == "kept\n"
     with pytest.raises(ForkError, match="is a directory: name a file"):
-        common.check_output_path(str(tmp_path))
+        paths.check_output_path(str(tmp_path))
     with pytest.raises(ForkError, match="is a file: name a directory"):
-        common.check_output_dir(str(old), "--out")
-    common.check_output_dir(str(tmp_path / "a" / "b"), "--out")
+        paths.check_output_dir(str(old), "--out")
+    paths.check_output_dir(str(tmp_path / "a" / "b"), "--out")
     assert not (tmp_path / "a").exists()
     with pytest.raises(ForkError, match=r"--out /proc/x cannot be written \("):
-        common.check_output_dir("/proc/x", "--out")
+        paths.check_output_dir("/proc/x", "--out")
 
 
 @pytest.mark.parametrize("verb, opt, extra", [("bench", "--out", ()),

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from forkkit import kbuild, kernel, reports
-from forkkit.common import ForkError
+from forkkit.build import kbuild, kconfig
+from forkkit.guest import reports
+from forkkit.verify import kernel
+from forkkit.core.errors import ForkError
 
 EXT2 = ["ext2_new_blocks", "ext2_try_to_allocate_with_rsv", "try_to_extend_reservation",
         "find_next_reservable_window", "ext2_fill_super", "ext2_statfs"]
@@ -129,10 +131,10 @@ def test_without_ext2_symbols_nothing_is_judged(tmp_path):
 
 def test_sanitizer_flavours_exist_and_override():
     for name in ("kcsan", "kasan", "kasan-inline", "faults"):
-        assert name in kbuild.FLAVOURS and name in kbuild.SANITIZERS
-    opts = {s: v for s, v, _ in kbuild.fragment_options("kasan-inline")}
+        assert name in kconfig.FLAVOURS and name in kconfig.SANITIZERS
+    opts = {s: v for s, v, _ in kconfig.fragment_options("kasan-inline")}
     assert opts["CONFIG_KASAN_INLINE"] == "y" and opts["CONFIG_KASAN_OUTLINE"] == "n"
-    opts = {s: v for s, v, _ in kbuild.fragment_options("kcsan")}
+    opts = {s: v for s, v, _ in kconfig.fragment_options("kcsan")}
     assert opts["CONFIG_KCSAN"] == "y" and opts["CONFIG_KCSAN_REPORT_VALUE_CHANGE_ONLY"] == "n"
     assert "CONFIG_KASAN" not in opts       # KCSAN and KASAN exclude each other
 
@@ -156,7 +158,7 @@ def test_defined_functions(tmp_path):
 
 
 def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
-    from forkkit import cmd_check
+    from forkkit.verify import check as cmd_check
     rows = [{"commit": "b" * 40, "image_sha256": "a" * 64,
              "details": {"boot": "/logs/base.console"},
              "reports": [{"signature": "S1", "verdict": "known", "title": "t1"},
@@ -217,7 +219,7 @@ def evidence(kit, monkeypatch, tmp_path):
     """cmd_check with a base tree "t"*40 whose builds are indexed by
     config key: "cA" built image "A"*64, "cB" image "B"*64, each with the
     ext2 function list EXT2; and a helper that makes a base row."""
-    from forkkit import cmd_check
+    from forkkit.verify import check as cmd_check
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
     monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
     monkeypatch.setattr(kbuild, "read_index", lambda path: {
@@ -237,7 +239,7 @@ def test_base_evidence_adds_up_over_runs(evidence, monkeypatch):
     known once any stored console of that image showed it, read again by
     the kit that judges (not the one that stored it); a console of another
     image of the base, or of other test inputs, is not evidence."""
-    from forkkit import guesttests
+    from forkkit.guest import guesttests
     cmd_check, base_row = evidence
     key = guesttests.test_key("stress")
     cmd_check.add_evidence(base_row(1, "A", ("vring_interrupt", None),
@@ -276,7 +278,7 @@ def test_base_evidence_needs_the_image_and_its_ext2_list(evidence, monkeypatch):
     again); a stored console that is gone or was edited, or whose record
     names another image or is not a record, adds nothing."""
     import os
-    from forkkit import guesttests
+    from forkkit.guest import guesttests
     cmd_check, base_row = evidence
     key = guesttests.test_key("stress")
     row = base_row(1, "A", ("vring_interrupt", None))
@@ -321,7 +323,7 @@ def test_base_evidence_is_per_flavour_and_test(evidence):
     """A console of the base image under another test or flavour (smoke,
     kasan's boot arguments) is not evidence for kcsan/stress; a report the
     guest test allows is not evidence either."""
-    from forkkit import guesttests
+    from forkkit.guest import guesttests
     cmd_check, base_row = evidence
     race = ("tick_nohz_idle_stop_tick", "tick_sched_do_timer")
     cmd_check.add_evidence(base_row(1, "A", race, test="smoke"), guesttests.test_key("smoke"))
@@ -339,7 +341,9 @@ def test_base_evidence_wiring_in_run_check(evidence, monkeypatch):
     """run_check keeps the console of the base's row only (not of a series
     commit, not of a cached hit), under the test inputs taken before the
     run, and none when they changed during it."""
-    from forkkit import cmd_check as cc, funcdiff, guesttests
+    from forkkit.guest import guesttests
+    from forkkit.repo import funcdiff
+    from forkkit.verify import check as cc
     _, base_row = evidence
     base, c1 = "b" * 40, "c" * 40
     added = []
@@ -377,7 +381,7 @@ def test_base_evidence_wiring_in_run_check(evidence, monkeypatch):
 
 
 def test_markdown_names_what_produced_each_row():
-    from forkkit import cmd_check
+    from forkkit.verify import check as cmd_check
 
     class S:
         rel = "patches"
@@ -491,7 +495,7 @@ def test_sanitizer_kernels_must_show_they_run():
     assert re.search(kernel.ACTIVE["kasan"], "[0.0] kasan: KernelAddressSanitizer initialized")
     assert re.search(kernel.ACTIVE["kasan"],
                      "[0.0] kasan: KernelAddressSanitizer initialized (generic)")
-    opts = {s: v for s, v, _ in kbuild.fragment_options("kcsan")}
+    opts = {s: v for s, v, _ in kconfig.fragment_options("kcsan")}
     assert opts["CONFIG_KCSAN_EARLY_ENABLE"] == "y" and opts["CONFIG_KCSAN_SELFTEST"] == "y"
 
 

@@ -206,7 +206,7 @@ def test_save_without_a_record_compares_with_the_laid_out_branch(kit):
     """A kernel tree laid out before `branches` kept its record of the
     stored files: save rebuilds the stored head and compares it with what
     `branches` laid out."""
-    from forkkit.cmd_branches import STORED
+    from forkkit.repo.branches import STORED
     kit.laid_out()
     kit.git("update-ref", "-d", STORED + "series/9.9")
     res = kit.fork("save")
@@ -255,7 +255,7 @@ def test_save_refused_by_a_foreign_topic_commit_writes_nothing(kit):
 
 
 def test_save_interrupted_while_laying_out_puts_the_files_back(kit, monkeypatch):
-    from forkkit import cmd_save
+    from forkkit.repo import save as cmd_save
     kit.laid_out()
     kit.git("checkout", "-q", "series/9.9")
     kit.git("commit", "-q", "--amend", "-m",

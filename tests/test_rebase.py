@@ -21,8 +21,8 @@ from pathlib import Path
 from conftest import BALLOC, INODE, KERNEL_FILES, make_tarball
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-from forkkit import cmd_rebase  # noqa: E402
-from forkkit.common import sha256_file  # noqa: E402
+from forkkit.core.proc import sha256_file  # noqa: E402
+from forkkit.repo import rebase as cmd_rebase  # noqa: E402
 
 BODY = "Signed-off-by: A U Thor <author@example.org>"
 SERIES = [
@@ -372,8 +372,12 @@ def test_split_patch_and_offsets():
                               "(offset -3 lines).\n") == ["a/b.c: hunk #2 at line 40 (offset -3)"]
 
 
-def test_conflict_report_names_files_the_3way_merge_resolved(tmp_path):
+def test_conflict_report_names_files_the_3way_merge_resolved(tmp_path, monkeypatch):
     """One patch, two files: a.c conflicts, b.c only needs the 3-way merge."""
+    # the rebase's empty hooks directory goes to a work dir of the test's,
+    # not the checkout's own work/
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path.parent / "work"))
+
     def sh(*args):
         return cmd_rebase.git(list(args), cwd=str(tmp_path))
 
@@ -522,7 +526,7 @@ def test_ctrl_c_at_each_step_of_the_lay_out_then_abort_restores_everything(kit, 
     """--skip writes the series files, then moves each branch (refs/fork/prev,
     the branch, refs/fork/laid): interrupted after any of those steps,
     --abort puts every ref and every series file back."""
-    from forkkit import cmd_branches
+    from forkkit.repo import branches as cmd_branches
     refs, files = prepare(kit)
     start_b(kit)
     back = keep_kit(kit)
@@ -559,7 +563,7 @@ def test_ctrl_c_at_each_step_of_the_lay_out_then_abort_restores_everything(kit, 
 def test_continue_after_an_interrupted_lay_out_then_abort(kit, monkeypatch):
     """A lay-out cut short, laid out again by --continue: the refs the first
     one moved are still the rebase's own for --abort."""
-    from forkkit import cmd_branches
+    from forkkit.repo import branches as cmd_branches
     refs, files = prepare(kit)
     start_b(kit)
     with monkeypatch.context() as mp:
@@ -653,7 +657,7 @@ def test_named_series_in_place_keeps_its_branches_line(kit):
 def test_abort_of_an_interrupted_lay_out_under_a_branches_name(kit, monkeypatch):
     """The next/<ver> and next-topic/ refs a lay-out made are the rebase's
     own: --abort removes them."""
-    from forkkit import cmd_branches
+    from forkkit.repo import branches as cmd_branches
     prepare(kit)
     named_series(kit)
     refs = kit.refs()

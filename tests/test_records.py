@@ -38,7 +38,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit import checkrecords, cmd_fstests, common, fsrecord, fstests  # noqa: E402
+from forkkit.core import paths  # noqa: E402
+from forkkit.verify import checkrecords, fsrecord, fstests  # noqa: E402
+from forkkit.verify import fstests_run as cmd_fstests  # noqa: E402
 
 # The last commit with the records at checks/, fstests/ and benchmarks/.
 BEFORE = "15e773d8ab2b960b743cc5988b0c574db9b28a1d"
@@ -302,6 +304,6 @@ def test_workdir_relative(monkeypatch, tmp_path):
     monkeypatch.setenv("FORK_WORKDIR", str(work))
     data = {"log": "%s/logs/a.log" % work, "n": 3, "list": ["x (%s/k/b.img): y" % work],
             "other": "/elsewhere%s/logs/a.log and %s2/x" % (work, work)}
-    assert common.workdir_relative(data) == {
+    assert paths.workdir_relative(data) == {
         "log": "logs/a.log", "n": 3, "list": ["x (k/b.img): y"],
         "other": "/elsewhere%s/logs/a.log and %s2/x" % (work, work)}

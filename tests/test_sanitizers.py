@@ -1,7 +1,7 @@
 """Integration: the sanitizer flavours catch what they are there for.
 
-On the primary series (series/<ver> of patches/, imported by the
-integration tests before), a scratch commit with one of the test faults
+On the primary series (series/<ver> of patches/, imported and laid out by
+conftest's kernel_trees), a scratch commit with one of the test faults
 of tests/data is checked under its flavour and must fail for exactly that
 reason:
 
@@ -52,12 +52,14 @@ from pathlib import Path
 
 import pytest
 
-from test_integration import TOP, fork, kver
+from conftest import kver
+from test_integration import TOP, fork
 
-pytestmark = pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
-                                os.environ.get("FORK_SANITIZERS") != "1",
-                                reason="sanitizer test faults: FORK_INTEGRATION=1 "
-                                       "FORK_SANITIZERS=1 (about 10 min each)")
+pytestmark = [pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
+                                 os.environ.get("FORK_SANITIZERS") != "1",
+                                 reason="sanitizer test faults: FORK_INTEGRATION=1 "
+                                        "FORK_SANITIZERS=1 (about 10 min each)"),
+              pytest.mark.usefixtures("kernel_trees")]
 DATA = Path(__file__).resolve().parent / "data"
 IDENT = {"GIT_AUTHOR_NAME": "Fork Kit Tests", "GIT_AUTHOR_EMAIL": "fork-kit@localhost",
          "GIT_AUTHOR_DATE": "1735689600 +0000", "GIT_COMMITTER_NAME": "Fork Kit Tests",
@@ -67,7 +69,7 @@ IDENT = {"GIT_AUTHOR_NAME": "Fork Kit Tests", "GIT_AUTHOR_EMAIL": "fork-kit@loca
 def ktree():
     import sys
     sys.path.insert(0, os.path.join(TOP, "tools"))
-    from forkkit.common import ktree as kt
+    from forkkit.core.paths import ktree as kt
     return kt()
 
 

@@ -113,8 +113,8 @@ def test_a_check_that_cannot_run_is_refused_before_anything_moves(kit):
 
 def failing_check(monkeypatch, passed=False):
     """The check after the rebase, without QEMU: every row passes or fails."""
-    from forkkit import cmd_check, cmd_rebase
-    monkeypatch.setattr(cmd_rebase, "check_ready", lambda *a: None, raising=False)
+    from forkkit.verify import check as cmd_check
+    monkeypatch.setattr(cmd_check, "check_ready", lambda *a: None)
     monkeypatch.setattr(cmd_check, "run_check", lambda *a, **kw: [{"passed": passed}])
 
 

@@ -1,14 +1,15 @@
-"""Command-line front end: `tools/fork VERB ...`, one module per verb."""
+"""Command-line front end: `tools/fork VERB ...`, one module per verb
+(tools/forkkit/verbs/)."""
 
 import argparse
 import importlib
 import sys
 
-from .common import ForkError
+from .core.errors import ForkError
 
-# verb -> module (tools/forkkit/cmd_<module>.py)
+# verb -> module (tools/forkkit/verbs/<module>.py)
 VERBS = [
-    ("import", "import"),
+    ("import", "import_"),
     ("branches", "branches"),
     ("save", "save"),
     ("build", "build"),
@@ -28,9 +29,9 @@ VERBS = [
 
 def load(module):
     try:
-        return importlib.import_module("forkkit.cmd_%s" % module)
+        return importlib.import_module("forkkit.verbs.%s" % module)
     except ModuleNotFoundError as exc:
-        if exc.name == "forkkit.cmd_%s" % module:
+        if exc.name == "forkkit.verbs.%s" % module:
             return None
         raise
 

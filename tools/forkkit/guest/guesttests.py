@@ -1,0 +1,603 @@
+"""Guest tests shared by check, bisect and bench: disk images made on the
+host, a guest script, and host-side verification (e2fsck, counters)."""
+
+import collections
+import hashlib
+import os
+import re
+
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, repo_root, wpath
+from ..core.proc import run, which
+
+# failslab and fail_page_alloc: quiet, and for every allocation (also
+# those that may sleep, order 0 and highmem); what arms them is up to the
+# test (fail-nth or task-filter with a probability).
+FAULTS_SETUP = """set -e
+d=/sys/kernel/debug
+[ -d $d/failslab ] || { echo "FAIL: no failslab in debugfs: boot a fault injection kernel (--config faults)"; exit 1; }
+for a in failslab fail_page_alloc; do
+	echo 0 > $d/$a/verbose
+	echo N > $d/$a/ignore-gfp-wait
+done
+echo N > $d/fail_page_alloc/ignore-gfp-highmem
+echo 0 > $d/fail_page_alloc/min-order"""
+
+def dirsync_script(name, mount, sep, at_least, report=""):
+    """The guest script of a DIRSYNC test: 1000 creates and unlinks
+    (createbench) in a directory that is not DIRSYNC must leave the disk
+    fewer than 100 writes (periodic writeback, not one write per change);
+    mounted again with `dirsync` (`sep` joins it to the options in
+    `mount`: "," when `mount` has -o already), at least `at_least`: every
+    change written before the call returns.  `report` runs before the last
+    umount (fsreport for ext2's counts)."""
+    opts = "%s%sdirsync" % (mount, sep) if sep else "%s -o dirsync" % mount
+    return """set -e
+writes() { awk '{ print $5 }' /sys/block/vda/stat; }
+changes() {
+	sync
+	w0=$(writes)
+	createbench -n 100 -m 5 /mnt/d
+	n=$(( $(writes) - w0 ))
+	echo "%(name)s: $1: $n disk writes for 1000 directory changes"
+}
+mount %(mount)s /dev/vda /mnt
+mkdir /mnt/d
+changes "not DIRSYNC"
+[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
+umount /mnt
+mount %(opts)s /dev/vda /mnt
+changes "mounted -o dirsync"
+[ "$n" -ge %(at_least)d ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC directory: changes are not all written synchronously"; exit 1; }
+rmdir /mnt/d
+%(report)s
+umount /mnt
+""" % {"name": name, "mount": mount, "opts": opts, "at_least": at_least, "report": report}
+
+
+# name -> (image size, mke2fs block size, guest script[, options]). The
+# scripts use the static programs of ci/guest (in the guest's /bin) and
+# busybox.  options: "expect": [regex, ...]: kernel reports the test
+# provokes on purpose (e.g. an ext2 error it triggers); each must appear in
+# the console, and only console lines matching one of them are excused.
+# "allow": [regex, ...]: reports the test may provoke (injected faults),
+# excused but not required.  "mkfs": extra mke2fs arguments.  "repair":
+# the host runs e2fsck -fy before the checks (the test breaks the
+# filesystem on purpose; what counts is that e2fsck repairs it to a clean
+# state).  "statfs": False when the test's last statfs cannot match the
+# disk (a repair changes the counts).  "cache": the disk's QEMU cache
+# mode (qemu.qemu_cmd(); default "unsafe").  "fs": the filesystem the host
+# makes on the disk and checks afterwards, "ext2" (the default: e2fsck and
+# the free-count comparison), "minix" (mkfs.minix -3, fsck.minix -f; the
+# counts cell is "n/a": minix has no group descriptors to compare) or
+# "ufs" (UFS1 as 4.4BSD lays it out, made by makefs; Debian has no UFS
+# checker, so both host cells are "n/a" and the guest test is the verdict).
+TESTS = {
+    # create/write/read back/truncate/unlink across directories from 2
+    # tasks, statfs in between, then the seed workload in two directories.
+    "smoke": ("128M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+stress -p 2 -o 1500 -s 1 /mnt
+mkdir /mnt/a /mnt/b
+seedload -n 9 -m 200 /mnt/a /mnt/b
+rmdir /mnt/a /mnt/b
+fsreport /mnt
+umount /mnt
+"""),
+    # the longer multi-task stress (then once with every task in one
+    # directory, so in one block group) plus fill-to-ENOSPC (for debug
+    # kernels).
+    "stress": ("64M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+stress -p 4 -t 40 -s 7 /mnt > /tmp/stress.out
+cat /tmp/stress.out
+grep -q " dio=[1-9]" /tmp/stress.out || { echo "FAIL: stress made no O_DIRECT write"; exit 1; }
+stress -p 4 -t 20 -s 5 -S /mnt
+mkdir /mnt/a /mnt/b /mnt/c
+seedload -n 16 -m 300 /mnt/a /mnt/b /mnt/c /mnt/c
+rmdir /mnt/a /mnt/b /mnt/c
+fillspace -p 3 /mnt
+stress -p 2 -t 20 -s 11 /mnt
+fsreport /mnt
+umount /mnt
+mount -t ext2 -o ro /dev/vda /mnt
+fsreport /mnt
+umount /mnt
+"""),
+    # a short seedload run (three tasks, two sharing a directory): bisect's
+    # quick test.
+    "seed": ("64M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/a /mnt/b
+seedload -n 9 -m 200 /mnt/a /mnt/b /mnt/b
+rmdir /mnt/a /mnt/b
+fsreport /mnt
+umount /mnt
+"""),
+    # errors=remount-ro, then a repair through the block device while
+    # read-only (a corrupted directory block restored, 100 leaked blocks
+    # freed, the error flag cleared: what e2fsck -fy does), then remount
+    # read-write: statfs must report the repaired free counts.  The ext2
+    # error is provoked on purpose, so the test names it ("expect"): it must
+    # appear on the console, and only it is excused.
+    "repair-remount": ("64M", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/d
+echo x > /mnt/d/f
+ino=$(stat -c %i /mnt/d)
+umount /mnt
+blk=$(ext2poke /dev/vda iblock $ino)
+dd if=/dev/vda of=/tmp/dirblock bs=1024 skip=$blk count=1 2>/dev/null
+first=$(ext2poke /dev/vda leak 0 100)
+dd if=/dev/zero of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
+sync
+mount -t ext2 -o errors=remount-ro /dev/vda /mnt
+seedload -n 9 -m 50 /mnt
+if cat /mnt/d/f > /dev/null 2>&1; then echo "FAIL: corrupted directory read"; exit 1; fi
+dmesg | grep -q "error: remounting filesystem read-only" || { echo "FAIL: no ext2 error"; exit 1; }
+grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts || { echo "FAIL: not read-only after the error"; exit 1; }
+dd if=/tmp/dirblock of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
+ext2poke /dev/vda unleak 0 $first 100
+ext2poke /dev/vda clear-error
+sync
+echo 3 > /proc/sys/vm/drop_caches
+mount -o remount,rw /mnt
+cat /mnt/d/f > /dev/null
+seedload -n 9 -m 50 /mnt
+fsreport /mnt > /tmp/statfs
+ext2poke /dev/vda sums > /tmp/sums
+cat /tmp/statfs /tmp/sums
+s=$(tr ' ' '\\n' < /tmp/statfs | sed -n 's/^bfree=//p')
+g=$(tr ' ' '\\n' < /tmp/sums | sed -n 's/^bfree=//p')
+[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs bfree=$s, group descriptors $g"; exit 1; }
+rm -r /mnt/d
+fsreport /mnt
+umount /mnt
+""", {"expect": [r"EXT2-fs \(vda\): error: "]}),
+    # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
+    # drain) while 4 tasks append to their own file through a descriptor
+    # opened before (such writes go on allocating while the filesystem is
+    # read-only, and through the remount read-write, which the test does
+    # at once) and truncate it when they can, so that the counter reload
+    # scans the descriptors while blocks are being allocated.  After every
+    # cycle the writers finish their write and wait (each acknowledges
+    # the cycle's number, so that a late acknowledgement of the previous
+    # cycle cannot pass for this one), and statfs must
+    # equal the group descriptor sums: a reload that lost an update shows
+    # in the cycle it happened (the next reload would hide it).  2048
+    # groups of 1024 blocks, so that the reload's scan lasts.
+    "emergency-remount": ("2G", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+for d in a b c d; do
+	mkdir /mnt/$d
+	( exec 3>> /mnt/$d/f
+	while [ ! -e /tmp/stop ]; do
+		c=$(cat /tmp/pause 2>/dev/null || true)
+		if [ -n "$c" ]; then touch /tmp/paused.$d.$c; sleep 0.02; continue; fi
+		dd if=/dev/zero bs=64k count=32 >&3 2>/dev/null || true
+		truncate -s 0 /mnt/$d/f 2>/dev/null || true
+	done ) &
+done
+sleep 2
+i=0
+end=$(( $(date +%s) + 90 ))
+while [ $i -lt 40 ] && [ $(date +%s) -lt $end ]; do
+	echo u > /proc/sysrq-trigger
+	n=0
+	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
+		n=$((n + 1))
+		[ $n -lt 400 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
+		sleep 0.02
+	done
+	mount -o remount,rw /mnt
+	echo $i > /tmp/pause.new
+	mv /tmp/pause.new /tmp/pause
+	for d in a b c d; do
+		until [ -e /tmp/paused.$d.$i ]; do sleep 0.02; done
+	done
+	fsreport /mnt > /tmp/statfs
+	ext2poke /dev/vda sums > /tmp/sums
+	for k in bfree ffree; do
+		s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^$k=//p")
+		g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^$k=//p")
+		[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: cycle $i: statfs $k=$s, group descriptors $g"; exit 1; }
+	done
+	rm -f /tmp/pause
+	i=$((i + 1))
+done
+echo "emergency remount cycles: $i"
+[ $i -ge 10 ] || { echo "FAIL: only $i emergency remount cycles"; exit 1; }
+touch /tmp/stop
+wait
+rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
+fsreport /mnt
+umount /mnt
+""", {"mkfs": ["-g", "1024", "-N", "32768"]}),
+    # s_first_data_block rewritten through the block device while files
+    # hold reservation windows, as a fuzzer would; closing the files
+    # discards the windows then (nothing allocates or frees while the
+    # field is rewritten).  65537 blocks: 8 full groups.
+    "fuzz-first-data-block": ("65537", 1024, """set -e
+mount -t ext2 /dev/vda /mnt
+mkdir /mnt/a /mnt/b
+old=$(ext2poke /dev/vda first-data-block)
+for fuzz in 60000 0; do
+	exec 3>> /mnt/f 4>> /mnt/a/f 5>> /mnt/b/f
+	dd if=/dev/zero bs=4096 count=8 >&3 2>/dev/null
+	dd if=/dev/zero bs=4096 count=8 >&4 2>/dev/null
+	dd if=/dev/zero bs=4096 count=8 >&5 2>/dev/null
+	ext2poke /dev/vda first-data-block $fuzz
+	exec 3>&- 4>&- 5>&-
+	ext2poke /dev/vda first-data-block $old
+done
+rm -r /mnt/f /mnt/a /mnt/b
+stress -p 2 -o 300 -s 5 /mnt
+fsreport /mnt
+umount /mnt
+"""),
+    # fault injection kernels (--config faults).  8192 groups (1024 blocks
+    # each; with fewer blocks per group mke2fs needs meta_bg, where stock
+    # ext2's statfs reports more free blocks than blocks): mount with the N-th failslab/fail_page_alloc point of the
+    # mount failing, N = 1, 2, ... until a mount meets no injected fault;
+    # every failed mount returns an error (the errors ext2 prints for it
+    # are allowed), kmemleak must find nothing afterwards (the guest init
+    # scans), and the next mount works.
+    "faults-mount": ("8G", 1024, FAULTS_SETUP + """
+failmount /dev/vda /mnt > /tmp/failmount
+cat /tmp/failmount
+grep -q "failed=[1-9]" /tmp/failmount || { echo "FAIL: no mount failed: nothing was injected"; exit 1; }
+mount -t ext2 /dev/vda /mnt
+stress -p 2 -o 300 -s 3 /mnt
+fsreport /mnt
+umount /mnt
+""", {"mkfs": ["-g", "1024", "-N", "65536"], "allow": [r"EXT2-fs \(vda\): error: "]}),
+    # fail_make_request on the test disk (5% of its requests fail) under
+    # writes, reads and deletes from 4 tasks with the page cache dropped
+    # every second, once with errors=continue and once with
+    # errors=remount-ro: ext2 must report errors (it did 219-980 times per
+    # run on 7.3; "expect"), the kernel must not
+    # crash or hang, umount must work, and e2fsck -fy must repair the
+    # disk to a clean state (the host checks that).
+    "faults-io": ("64M", 1024, """set -e
+fi=/sys/kernel/debug/fail_make_request
+[ -d $fi ] || { echo "FAIL: no $fi: boot a fault injection kernel (--config faults)"; exit 1; }
+echo 0 > $fi/verbose
+echo 1 > $fi/interval
+echo -1 > $fi/times
+io_load() {
+	end=$(( $(date +%s) + 15 ))
+	for t in 1 2 3 4; do
+		( i=0
+		while [ $(date +%s) -lt $end ]; do
+			dd if=/dev/zero of=$1/f$t.$((i % 7)) bs=4k count=$((i % 13 + 1)) conv=fsync 2>/dev/null || true
+			cat $1/f$t.$(((i + 3) % 7)) > /dev/null 2>&1 || true
+			rm -f $1/f$t.$(((i + 5) % 7)) 2>/dev/null || true
+			i=$((i + 1))
+		done ) &
+	done
+	while [ $(date +%s) -lt $end ]; do
+		echo 3 > /proc/sys/vm/drop_caches
+		sleep 1
+	done
+	wait
+}
+for mode in continue remount-ro; do
+	mount -t ext2 -o errors=$mode /dev/vda /mnt
+	mkdir -p /mnt/$mode
+	echo 1 > /sys/block/vda/make-it-fail
+	echo 5 > $fi/probability
+	io_load /mnt/$mode
+	echo 0 > $fi/probability
+	echo 0 > /sys/block/vda/make-it-fail
+	grep " /mnt " /proc/mounts
+	umount /mnt
+done
+n=$(dmesg | grep -c -e "I/O error" -e "EXT2-fs (vda): error" || true)
+echo "I/O error and ext2 error lines: $n"
+[ "$n" -gt 0 ] || { echo "FAIL: no I/O error was injected"; exit 1; }
+""", {"expect": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
+    # fill to ENOSPC with 3% of the fill tasks' slab and page allocations
+    # failing (after a first fill without faults has every bitmap and
+    # inode table block in the cache), then delete everything: the free
+    # counts must be back exactly where they were (fillspace checks it,
+    # then the host: e2fsck, superblock = descriptors = statfs).
+    "faults-enospc": ("64M", 1024, FAULTS_SETUP + """
+for a in failslab fail_page_alloc; do
+	echo Y > $d/$a/task-filter
+	echo 1 > $d/$a/interval
+	echo -1 > $d/$a/times
+	echo 3 > $d/$a/probability
+done
+mount -t ext2 /dev/vda /mnt
+fillspace -p 3 /mnt
+fillspace -f -p 3 /mnt > /tmp/fill
+cat /tmp/fill
+grep -q "injected=[1-9]" /tmp/fill || { echo "FAIL: no fault was injected"; exit 1; }
+stress -p 2 -o 300 -s 9 /mnt
+fsreport /mnt
+umount /mnt
+"""),
+    # Reservation windows grown side by side: 4 tasks append O_DIRECT
+    # writes of 1-7 pages to files of their own in one directory,
+    # truncating every 64 writes and keeping 8-block windows (rsvgrow), on
+    # 16 groups of 2048 blocks: the files start 128 blocks apart (ext2's
+    # per-task colour) and grow into each other and into the next group,
+    # so window extensions (try_to_extend_reservation()) run beside the
+    # other tasks' searches and insertions in the same trees.  The kcsan
+    # flavour's test for the per-group window locking; e2fsck and the
+    # counters judge it under any flavour.
+    "rsv-race": ("128M", 4096, """set -e
+mount -t ext2 /dev/vda /mnt
+rsvgrow -t 40 -b 7 -k 64 -w 8 /mnt /mnt /mnt /mnt
+fsreport /mnt
+umount /mnt
+""", {"mkfs": ["-g", "2048"]}),
+    # Directory changes are written synchronously only where DIRSYNC asks
+    # for it.  1000 creates and unlinks (createbench) in a directory that
+    # is not DIRSYNC: the disk may see a periodic writeback's few writes,
+    # not one write per change; mounted -o dirsync, every change is
+    # written before the call returns (directory block, then directory
+    # inode: two writes per change, 1999-2000 measured).  Not covered:
+    # chattr +D (busybox-static has no chattr) and rename.  Fails on stock 6.2 .. 7.3, whose
+    # ext2_handle_dirsync() writes every change (fixed by fixes/0001,
+    # a patch of its own, not part of the series).
+    "dirsync": ("128M", 4096, dirsync_script("dirsync", "-t ext2", "", 1900, "fsreport /mnt")),
+    # The same on minix (mkfs.minix -3 on the host, fsck.minix -f after):
+    # minix_handle_dirsync() took the same conversion in 6.3 and writes
+    # every change too.  Fails on stock 6.3 .. 7.3 (fixed by the minix
+    # patch of the fixes series).
+    "minix-dirsync": ("64M", 1024, dirsync_script("minix-dirsync", "-t minix", "", 1000),
+                      {"fs": "minix", "statfs": False}),
+    # And on ufs (UFS1, 4.4BSD layout, made by makefs; the kernel's
+    # CONFIG_UFS_FS_WRITE): ufs_handle_dirsync() took the same conversion
+    # in 6.4.  Fails on stock 6.4 .. 7.3 (fixed by the ufs patch of the
+    # fixes series).
+    "ufs-dirsync": ("64M", 8192, dirsync_script("ufs-dirsync", "-t ufs -o ufstype=44bsd",
+                                                ",", 1000),
+                    {"fs": "ufs", "statfs": False}),
+    # statfs's f_blocks leaves out the metadata overhead except under
+    # -o minixdf: bsddf, minixdf, then bsddf again by remount must give
+    # the first figure again.  Fails on stock ext2, whose cached overhead
+    # keeps the minixdf figure after minixdf is turned off (fixed by the
+    # minixdf patch of the fixes series).
+    "minixdf-overhead": ("64M", 1024, """set -e
+blocks() { fsreport /mnt | sed -n 's/.* blocks=\\([0-9]*\\).*/\\1/p'; }
+mount -t ext2 /dev/vda /mnt
+a=$(blocks)
+mount -o remount,minixdf /mnt
+b=$(blocks)
+mount -o remount,bsddf /mnt
+c=$(blocks)
+echo "minixdf-overhead: f_blocks bsddf $a, minixdf $b, bsddf again $c"
+[ "$a" -lt "$b" ] || { echo "FAIL: f_blocks $a under bsddf is not below $b under minixdf"; exit 1; }
+[ "$c" = "$a" ] || { echo "FAIL: f_blocks is $c after the remount back to bsddf, not $a: the overhead was not recomputed"; exit 1; }
+fsreport /mnt
+umount /mnt
+"""),
+    # An O_DIRECT|O_DSYNC write that extends i_size inside the file's
+    # last allocated block, on a disk without a volatile write cache
+    # (QEMU cache=writethrough): when pwrite() returns, the disk must hold
+    # the new size (dsyncsize reads the inode back with O_DIRECT).  Fails
+    # on stock 7.x, whose ext2_iomap_begin() clears IOMAP_F_DIRTY right
+    # after setting it, so iomap writes the data with FUA (or, as here,
+    # to a write-through disk) and skips generic_write_sync() (fixed by
+    # the IOMAP_F_DIRTY patch of the fixes series).
+    "dio-dsync-size": ("64M", 4096, """set -e
+wc=$(cat /sys/block/vda/queue/write_cache)
+[ "$wc" = "write through" ] || { echo "FAIL: vda's write cache is '$wc': the test needs a disk without a volatile write cache (QEMU cache=writethrough)"; exit 1; }
+mount -t ext2 /dev/vda /mnt
+dsyncsize /mnt/f /dev/vda
+rm /mnt/f
+fsreport /mnt
+umount /mnt
+""", {"cache": "writethrough"}),
+}
+
+GuestTest = collections.namedtuple(
+    "GuestTest", "name size blocksize script expect allow mkfs repair need_statfs cache fs")
+
+# the filesystems a guest test's disk may hold: (host program that makes
+# it, its package)
+FILESYSTEMS = {"ext2": ("mke2fs", "e2fsprogs"), "minix": ("mkfs.minix", "util-linux"),
+               "ufs": ("makefs", "makefs")}
+
+
+def spec(name):
+    """The guest test `name` as a GuestTest."""
+    check_test_name(name)
+    entry = TESTS[name]
+    opts = entry[3] if len(entry) > 3 else {}
+    return GuestTest(name, entry[0], entry[1], entry[2], list(opts.get("expect", [])),
+                     list(opts.get("allow", [])), list(opts.get("mkfs", [])),
+                     bool(opts.get("repair")), opts.get("statfs", True),
+                     opts.get("cache", "unsafe"), opts.get("fs", "ext2"))
+
+
+def test_key(name):
+    """A hash of everything that defines the guest side of a test: its
+    entry in TESTS and ci/guest (programs, init).  The kernel's config is
+    not in it: a base image's evidence is named by the image's sha256,
+    which covers the config, and the check cache adds the flavour's
+    fragments (kernel.cache_key()), so editing one flavour's fragment
+    (fstests.config) does not reset what the others have kept."""
+    h = hashlib.sha256(name.encode() + repr(TESTS[name]).encode())
+    top = os.path.join(repo_root(), "ci", "guest")
+    for dirpath, dirnames, files in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if d != "out")
+        for f in sorted(files):
+            with open(os.path.join(dirpath, f), "rb") as fh:
+                h.update(f.encode() + fh.read())
+    return h.hexdigest()[:16]
+
+
+def make_image(path, size, blocksize, log=None, mkfs_args=(), fs="ext2"):
+    which(*FILESYSTEMS[fs])
+    ensure_dir(os.path.dirname(path))
+    if os.path.exists(path):
+        os.unlink(path)
+    if fs == "minix":
+        run(["truncate", "-s", size, path], log=log)
+        run(["mkfs.minix", "-3"] + list(mkfs_args) + [path], log=log)
+        return path
+    if fs == "ufs":
+        # an empty UFS1 image, little-endian, one inode per 16 KiB
+        empty = ensure_dir(path + ".d")
+        run(["makefs", "-t", "ffs", "-B", "le", "-s", size.lower(), "-o",
+             "version=1,density=16384"] + list(mkfs_args) + [path, empty], log=log)
+        os.rmdir(empty)
+        return path
+    run(["mke2fs", "-q", "-F", "-t", "ext2", "-b", str(blocksize)] + list(mkfs_args)
+        + [path, size], log=log)
+    return path
+
+
+def verify_other(image, fs, log=None):
+    """verify_image() for a disk that is not ext2 (minix, ufs)."""
+    if fs == "ufs":
+        return {"e2fsck": ("n/a", "ufs: Debian packages no UFS checker"),
+                "counts": ("n/a", "ufs: no group descriptors")}
+    return verify_minix(image, log=log)
+
+
+def verify_minix(image, log=None):
+    """verify_image() for a minix disk: fsck.minix -f (it only reads
+    without -a or -r) must find nothing; there are no counts to compare."""
+    which("fsck.minix", "util-linux")
+    proc = run(["fsck.minix", "-f", image], check=False)
+    if log:
+        with open(log, "a") as fh:
+            fh.write("$ fsck.minix -f %s\n%s%s" % (image, proc.stdout, proc.stderr))
+    if proc.returncode != 0:
+        lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines() if l.strip()]
+        fsck_cell = ("FAIL", "fsck.minix -f exit %d: %s" % (proc.returncode, "; ".join(lines[:4])))
+    else:
+        fsck_cell = ("pass", "fsck.minix -f clean")
+    return {"e2fsck": fsck_cell, "counts": ("n/a", "minix: no group descriptors")}
+
+
+def results(output):
+    """Parse the RESULT lines of guest output into dicts."""
+    out = []
+    for line in output:
+        idx = line.find("RESULT ")
+        if idx < 0:
+            continue
+        fields = {}
+        for kv in line[idx + len("RESULT "):].split():
+            if "=" in kv:
+                k, v = kv.split("=", 1)
+                fields[k] = v
+        out.append(fields)
+    return out
+
+
+def dumpe2fs_counts(image):
+    """{"sb_blocks", "sb_inodes", "blocks", "inodes", "group_blocks",
+    "group_inodes"}: the superblock's free counts and totals, and the free
+    counts summed over the group descriptors."""
+    out = run(["dumpe2fs", image], check=True).stdout
+
+    def header(field):
+        m = re.search(r"^%s:\s+(\d+)$" % field, out, re.M)
+        if not m:
+            raise ForkError("dumpe2fs %s printed no `%s:` line" % (image, field))
+        return int(m.group(1))
+    return {
+        "sb_blocks": header("Free blocks"), "sb_inodes": header("Free inodes"),
+        "blocks": header("Block count"), "inodes": header("Inode count"),
+        "group_blocks": sum(int(x) for x in re.findall(r"^\s+(\d+) free blocks, ", out, re.M)),
+        "group_inodes": sum(int(x) for x in re.findall(r", (\d+) free inodes, ", out, re.M)),
+    }
+
+
+def group_sums(image):
+    """Free blocks/inodes summed over the group descriptors (dumpe2fs)."""
+    c = dumpe2fs_counts(image)
+    return c["group_blocks"], c["group_inodes"]
+
+
+E2FSCK_SUMMARY_RE = re.compile(r": (\d+)/(\d+) files \([^)]*\), (\d+)/(\d+) blocks$", re.M)
+
+
+def verify_image(image, reports=(), log=None, need_statfs=True, repair=False):
+    """Host-side verdict on a guest test's disk: {"e2fsck": (cell, detail),
+    "counts": (cell, detail)}.
+
+    e2fsck -fn must be clean: that verifies every group descriptor's free
+    counts against the bitmaps.  It does not fail on a wrong superblock free
+    count, so the counts are compared here: the superblock's free blocks
+    and inodes must equal the sums over the group descriptors, e2fsck's
+    summary line, and the guest's last statfs (fsreport).  A test that
+    printed no fsreport line fails (the comparison must run) unless
+    need_statfs is False (bench and frag workloads, which have none).
+    With `repair`, `e2fsck -fy` runs first and must exit 0 or 1 (errors
+    corrected); the checks above then hold for the repaired disk."""
+    which("e2fsck", "e2fsprogs")
+    which("dumpe2fs", "e2fsprogs")
+    out = {}
+    if repair:
+        fix = run(["e2fsck", "-fy", image], check=False)
+        if log:
+            with open(log, "a") as fh:
+                fh.write("$ e2fsck -fy %s\n%s%s" % (image, fix.stdout, fix.stderr))
+        if fix.returncode not in (0, 1):
+            out["e2fsck"] = ("FAIL", "e2fsck -fy exit %d: the repair did not finish (%s)"
+                             % (fix.returncode, (fix.stdout + fix.stderr).strip()[-300:]))
+            out["counts"] = ("-", "not compared: no repaired disk")
+            return out
+    proc = run(["e2fsck", "-fn", image], check=False)
+    if log:
+        with open(log, "a") as fh:
+            fh.write("$ e2fsck -fn %s\n%s%s" % (image, proc.stdout, proc.stderr))
+    if proc.returncode != 0:
+        # the problems, not the "Pass N: ..." progress lines or the version banner
+        lines = [l.strip() for l in (proc.stdout + proc.stderr).splitlines()
+                 if l.strip() and not re.match(r"(Pass \d+[A-Z]?: |e2fsck \d)", l)]
+        out["e2fsck"] = ("FAIL", "e2fsck -fn exit %d%s: %s" % (
+            proc.returncode, " after e2fsck -fy" if repair else "", "; ".join(lines[:4])))
+    else:
+        out["e2fsck"] = ("pass", "e2fsck -fy, then -fn clean" if repair else "e2fsck -fn clean")
+    c = dumpe2fs_counts(image)
+    seen = [("superblock", c["sb_blocks"], c["sb_inodes"]),
+            ("group descriptors", c["group_blocks"], c["group_inodes"])]
+    m = E2FSCK_SUMMARY_RE.search(proc.stdout)
+    if m:
+        seen.append(("e2fsck", int(m.group(4)) - int(m.group(3)),
+                     int(m.group(2)) - int(m.group(1))))
+    else:
+        seen.append(("e2fsck", None, None))
+    fs = [r for r in reports if r.get("prog") == "fsreport"] if need_statfs else []
+    if fs:
+        try:
+            seen.append(("guest statfs", int(fs[-1]["bfree"]), int(fs[-1]["ffree"])))
+        except (KeyError, ValueError):
+            seen.append(("guest statfs", None, None))
+    elif need_statfs:
+        seen.append(("guest statfs", None, None))
+    text = ", ".join("%s %s/%s" % (who, "?" if b is None else b, "?" if i is None else i)
+                     for who, b, i in seen)
+    missing = [who for who, b, i in seen if b is None or i is None]
+    if missing:
+        out["counts"] = ("FAIL", "free blocks/inodes not compared: no %s count (%s)"
+                         % (" or ".join(missing), text))
+    elif len({(b, i) for _, b, i in seen}) != 1:
+        out["counts"] = ("FAIL", "free blocks/inodes differ: %s" % text)
+    else:
+        out["counts"] = ("pass", "free blocks/inodes equal: %s" % text)
+    return out
+
+
+def fsck(image, reports=(), log=None, need_statfs=True):
+    """verify_image() as one error string, or None when all is well."""
+    res = verify_image(image, reports, log, need_statfs=need_statfs)
+    errs = [detail for cell, detail in res.values() if cell != "pass"]
+    return "; ".join(errs) or None
+
+
+def image_path(label):
+    return os.path.join(ensure_dir(wpath("images")), "%s.img" % label)
+
+
+def check_test_name(name):
+    if name not in TESTS:
+        raise ForkError("unknown guest test %r: choose one of %s" % (name, ", ".join(TESTS)))

@@ -1,0 +1,243 @@
+"""Booting a kernel in QEMU (TCG unless asked for KVM, always under a hard
+timeout, one guest at a time) with the busybox initramfs and a command, and
+reading the console: the command's exit status, its output, and every kernel
+report, quoted whole.  The verb's help (verbs/boot.py) describes it for the
+user.
+"""
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+
+from ..core.errors import ForkError
+from ..core.locks import Lock
+from ..core.paths import ensure_dir, new_log, wpath
+from ..core.progress import Progress
+from ..core.proc import tail
+from . import initramfs
+
+# Every kernel report that fails a boot, in the spelling of each supported
+# version (6.1, 6.12 and 7.3: taken from their lib/bug.c, kernel/panic.c,
+# arch/x86/kernel/dumpstack.c and traps.c, kernel/watchdog*.c,
+# kernel/rcu/tree_stall.h and tree_exp.h, kernel/hung_task.c,
+# kernel/locking/lockdep.c, lib/list_debug.c, lib/ubsan.c, mm/kasan,
+# mm/kmemleak.c, kernel/kcsan/report.c, mm/page_alloc.c, fs/ext2, fs/ext4).
+# tests/test_kit_boot.py holds a line in each version's spelling per pattern.
+PROBLEMS = [
+    r"Kernel panic",                        # panic(): "Kernel panic - not syncing: ..."
+    r"\bPANIC: ",                           # "PANIC: double fault, error_code: ..."
+    r"\bOops\b",                            # 6.12: "Oops: invalid opcode: 0000 [#1] ..."
+    r": [0-9a-f]{4} \[#\d+\]",               # die(): 6.1 "invalid opcode: 0000 [#1] ..."
+    r"kernel BUG at ",                      # BUG(): "kernel BUG at fs/ext2/balloc.c:10!"
+    r"\bBUG:",                              # BUG: KASAN/KCSAN/soft lockup/bad page/...
+    r"\bWARNING:",                          # WARN(), lockdep's "WARNING: possible ..."
+    r"DEBUG_LOCKS_WARN_ON",
+    r"possible circular locking",
+    r"possible recursive locking",
+    r"inconsistent lock state",
+    r"INFO: trying to register non-static key",
+    r"KASAN",
+    r"KCSAN: ",                             # not "use CONFIG_KCSAN_STRICT=y" at boot
+    r"UBSAN",
+    r"suspected memory leaks",              # kmemleak
+    # kmemleak giving up: a run after this would look leak-free
+    r"kmemleak: (Cannot allocate a kmemleak_object|Memory pool empty|Kernel memory leak "
+    r"detector disabled)",
+    r"FORK-KMEMLEAK-ERROR",                 # the guest init's scan failed
+    r"general protection fault",
+    r"hard LOCKUP",                         # "Watchdog detected hard LOCKUP on cpu 1"
+    r"INFO: .*stall",                       # "rcu: INFO: rcu_preempt detected stalls ..."
+    r"INFO: task \S+ blocked.* for more than",  # 7.3: "blocked in I/O wait for more than"
+    r"list_(add|del) corruption",
+    r"EXT2-fs \([^)]*\): error",             # ext2_error()
+    r"EXT4-fs error",                       # "EXT4-fs error (device vda): ..."
+    r"Page cache invalidation failure on direct I/O",  # mm/filemap.c, pr_crit
+    r"counter mismatch",                    # the series' CONFIG_EXT2_FS_CHECK_COUNTERS
+    r"Unable to mount root",
+]
+PROBLEM_RE = re.compile("|".join(PROBLEMS))
+# Where a report starts and ends, to quote it whole.
+BLOCK_START_RE = re.compile(r"-+\[ cut here \]-+|^(\[[ \d.]+\] )?={20,}\s*$")
+BLOCK_END_RE = re.compile(r"---\[ end |^(\[[ \d.]+\] )?={20,}\s*$|FORK-EXIT-STATUS")
+BLOCK_MAX = 60
+EXIT_RE = re.compile(r"FORK-EXIT-STATUS: (\d+)")
+
+
+class BootResult:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.problems and not self.error
+
+
+def qemu_binary():
+    path = shutil.which("qemu-system-x86_64")
+    if not path:
+        raise ForkError("qemu-system-x86_64 not found: run `apt-get install qemu-system-x86`")
+    return path
+
+
+# Kernel command line additions per config flavour (kept out of build/,
+# whose modules' hash keys every stored image: they change how a kernel is booted,
+# not how it is built).  kasan_multi_shot: without it KASAN prints only
+# its first report, and a known one would hide the rest.  acpi=noirq:
+# under KASAN and TCG the ACPI interpreter needed ~30 s for the PCI
+# root's _PRT method, and when it passed ACPICA's 30 s loop limit
+# (AE_AML_LOOP_TIMEOUT, 7.3 base, 2026-12-04) the virtio disk got no
+# interrupt and the boot hung after "virtio_blk ... [vda]".  Without ACPI
+# interrupt routing the kernel takes the PCI interrupts from the BIOS's MP
+# table (CONFIG_X86_MPPARSE, base.config) and never runs the method.
+KASAN_BOOT_ARGS = "kasan_multi_shot acpi=noirq"
+BOOT_ARGS = {"kasan": KASAN_BOOT_ARGS, "kasan-inline": KASAN_BOOT_ARGS}
+
+
+# Deterministic virtual time: one TCG thread for all vCPUs, the guest clock
+# advanced by instruction counts (1 ns each), idle time skipped.  A guest's
+# timings then count the work it did, not the host's load.
+ICOUNT_ARGS = ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off", "-cpu", "max"]
+
+
+def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="unsafe"):
+    """The QEMU command line.  `cache` is the disks' cache mode: "unsafe"
+    (a volatile write cache whose flushes QEMU ignores: fastest) or
+    "writethrough" (a disk without a volatile write cache, as the guest
+    sees it in /sys/block/vdX/queue/write_cache)."""
+    cmd = [qemu_binary()]
+    if kvm:
+        cmd += ["-accel", "kvm", "-cpu", "host"]
+    elif icount:
+        cmd += ICOUNT_ARGS
+    else:
+        cmd += ["-accel", "tcg,thread=multi", "-cpu", "max"]
+    cmd += ["-smp", str(smp), "-m", str(mem), "-display", "none", "-monitor", "none",
+            "-serial", "stdio", "-no-reboot", "-nodefaults",
+            "-kernel", kernel, "-initrd", initrd,
+            "-append", ("console=ttyS0 panic=-1 rdinit=/init printk.devkmsg=on " + append).strip()]
+    for d in disks:
+        if not os.path.isfile(d):
+            raise ForkError("disk image %s does not exist" % d)
+        cmd += ["-drive", "file=%s,format=raw,if=virtio,cache=%s" % (os.path.abspath(d), cache)]
+    return cmd
+
+
+def scan(log):
+    """Return (exit status or None, [problem lines]) from a console log."""
+    rc = None
+    problems = []
+    with open(log, errors="replace") as fh:
+        for line in fh:
+            m = EXIT_RE.search(line)
+            if m:
+                rc = int(m.group(1))
+            if PROBLEM_RE.search(line):
+                problems.append(line.rstrip())
+    return rc, problems
+
+
+def report_block(log, problem):
+    """The whole report around the first console line equal to `problem`:
+    from its "cut here" or "=====" line (if one is just above) to its end
+    marker, at most BLOCK_MAX lines."""
+    with open(log, errors="replace") as fh:
+        lines = [l.rstrip("\r\n") for l in fh]
+    try:
+        i = lines.index(problem)
+    except ValueError:
+        return problem
+    start = i
+    for j in range(i - 1, max(-1, i - 4), -1):
+        if BLOCK_START_RE.search(lines[j]):
+            start = j
+            break
+    end = min(len(lines), start + BLOCK_MAX)
+    for j in range(i + 1, end):
+        if BLOCK_END_RE.search(lines[j]):
+            end = j + (0 if "FORK-EXIT-STATUS" in lines[j] else 1)
+            break
+    return "\n".join(lines[start:end])
+
+
+def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
+              log=None, prog=None, label="boot", extra_files=None, icount=False,
+              cache="unsafe", follow=None):
+    """Boot `kernel` with `script` as the guest command; return a BootResult.
+
+    `follow`, a console.Follower of `log`, runs while QEMU does: started
+    just before it, stopped (having read the whole console) once it has
+    exited."""
+    prog = prog or Progress("boot")
+    qemu_binary()   # before building the initramfs
+    log = log or new_log(label)
+    base = initramfs.base_archive(extra_files=extra_files, log=log + ".initramfs")
+    initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n",
+                                    os.path.join(ensure_dir(wpath("tmp")),
+                                                 "initrd-%d.cpio" % os.getpid()))
+    cmd = qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=icount, cache=cache)
+    prog.say("booting %s with %s (timeout %ds, console log: %s)"
+             % (os.path.basename(kernel), "KVM" if kvm else ("TCG icount" if icount else "TCG"),
+                timeout, log))
+    t0 = time.monotonic()
+    error = None
+    with Lock("guest"), open(log, "w") as fh:
+        fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
+        fh.flush()
+        if follow is not None:
+            follow.start()
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
+                                    stderr=subprocess.STDOUT)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
+                    timeout, log, tail(log, 8))
+        finally:
+            if follow is not None:
+                follow.stop()
+    secs = time.monotonic() - t0
+    try:
+        os.unlink(initrd)
+    except OSError:
+        pass
+    rc, problems = scan(log)
+    if error is None and rc is None:
+        error = "guest stopped without reporting an exit status (qemu exit %s; console log: %s)" \
+                "%s" % (proc.returncode, log,
+                        "; first report: " + problems[0] if problems else
+                        "; last lines:\n" + tail(log, 8))
+    prog.say("guest finished in %.1fs: exit %s%s" % (secs, rc, ", %d kernel reports" % len(problems)
+                                                    if problems else ""))
+    return BootResult(rc=rc if rc is not None else 255, log=log, seconds=secs, problems=problems,
+                      error=error, output=guest_output(log))
+
+
+def guest_output(log):
+    """The command's own output: lines between the start and exit markers."""
+    out = []
+    on = False
+    with open(log, errors="replace") as fh:
+        for line in fh:
+            if "FORK-GUEST-START" in line:
+                on = True
+                continue
+            if EXIT_RE.search(line):
+                break
+            if on:
+                out.append(line.rstrip("\r\n"))
+    return out
+
+
+def failure_message(res):
+    if res.error:
+        return res.error
+    if res.problems:
+        return "kernel report in the console log (%s):\n%s" % (
+            res.log, report_block(res.log, res.problems[0]))
+    return "guest command exited %d (console log: %s)" % (res.rc, res.log)

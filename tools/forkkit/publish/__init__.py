@@ -1,0 +1,1 @@
+"""publish: the series as mails for the mailing list (export)."""

@@ -1,0 +1,698 @@
+"""The series as mails for the mailing list, and every check on them
+before anything is written (``tools/fork export`` describes it for the
+user): the sender, the recipients, the cover letter and its parts, the
+checkpatch, git am, git send-email and b4 round trips, the recorded
+versions."""
+
+import email.charset
+import email.header
+import json
+import mailbox
+import os
+import re
+import shlex
+import shutil
+import textwrap
+
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, ktree, repo_root, wpath
+from ..core.proc import run
+from ..guest import guesttests
+from ..repo.branches import apply_patches
+from ..repo.debian import dep14
+from ..repo.git import git, git_ok, rev_parse
+from ..repo.maintainers import address, yielded
+from ..repo.patchfile import mailinfo, patch_id_of_commit, patch_id_of_file
+from ..repo.series import fork_command, read_kv
+from ..verify import kernel
+from ..verify.checkpatch import run_checkpatch_pl
+
+PLACEHOLDERS = ["summary", "check_table", "bench", "changelog", "range_diff", "base"]
+EXTRA_PLACEHOLDERS = ["version", "count"]
+NO_BENCH = "no benchmark results recorded (run `tools/fork bench`)"
+LORE = "https://lore.kernel.org/r/"
+# format-patch must produce the same files whatever the user's diff config
+FP_CONFIG = ["-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
+             "-c", "diff.relative=false", "-c", "format.suffix=.patch",
+             "-c", "format.coverFromDescription=default"]
+
+
+# -- repository paths ---------------------------------------------------------
+
+def mailing(*parts):
+    return os.path.join(repo_root(), "mailing", *parts)
+
+
+def series_mailing(series, *parts):
+    """Where a series' versions and changelogs live: mailing/ for the primary
+    series, mailing/<series dir>/ (e.g. mailing/backports/6.1/) for others."""
+    if series.is_primary:
+        return mailing(*parts)
+    return mailing(series.rel, *parts)
+
+
+def cover_template(series):
+    """The series' own cover letter template (mailing/<series dir>/
+    cover-letter.tmpl, e.g. for fixes/), else the primary series'."""
+    own = series_mailing(series, "cover-letter.tmpl")
+    return own if os.path.isfile(own) else mailing("cover-letter.tmpl")
+
+
+def rel(path):
+    return os.path.relpath(path, repo_root())
+
+
+def recorded_versions(series):
+    """{N: directory} of the versions recorded in mailing/versions/."""
+    out = {}
+    top = series_mailing(series, "versions")
+    if os.path.isdir(top):
+        for name in os.listdir(top):
+            m = re.match(r"^v([1-9][0-9]*)$", name)
+            if m and os.path.isfile(os.path.join(top, name, "base")):
+                out[int(m.group(1))] = os.path.join(top, name)
+    return out
+
+
+def version_patches(vdir):
+    """The patch files (not the cover letter) of a recorded version, in order."""
+    with open(os.path.join(vdir, "series")) as fh:
+        names = [l.strip() for l in fh if l.strip() and not l.startswith("#")]
+    return [os.path.join(vdir, n) for n in names]
+
+
+# -- input checks ---------------------------------------------------------------
+
+def identity():
+    """(name, email) of the sender, from the kernel tree's git config."""
+    how = ("set it with `git config --global user.name \"Your Name\"` and "
+           "`git config --global user.email you@example.org` (or without --global in "
+           "%s); it signs off every patch and is the From: of the mails" % ktree())
+    proc = run(["git", "var", "GIT_COMMITTER_IDENT"], cwd=ktree(), check=False)
+    name = run(["git", "config", "user.name"], cwd=ktree(), check=False).stdout.strip() \
+        or os.environ.get("GIT_COMMITTER_NAME", "")
+    mail = run(["git", "config", "user.email"], cwd=ktree(), check=False).stdout.strip() \
+        or os.environ.get("GIT_COMMITTER_EMAIL", "") or os.environ.get("EMAIL", "")
+    m = re.match(r"^(.*) <(.*)> \d+ [-+]\d{4}$", proc.stdout.strip())
+    if proc.returncode != 0 or not m or not name.strip() or not mail.strip():
+        raise ForkError("no sender identity (git user.name/user.email) for the "
+                        "Signed-off-by: lines: %s" % how)
+    name, mail = m.group(1), m.group(2)
+    if "@" not in mail or not name.strip():
+        raise ForkError("the sender identity %r <%s> is not usable: %s" % (name, mail, how))
+    return name, mail
+
+
+# Addresses that name nobody (RFC 2606/6761 reserved names, localhost): the
+# kernel takes patches only from a real person (submitting-patches.rst,
+# "Developer's Certificate of Origin").
+PLACEHOLDER_RE = re.compile(r"(\.(invalid|test|example|localhost)|@(localhost|localdomain))$",
+                            re.I)
+
+
+def is_placeholder(mail):
+    return bool(PLACEHOLDER_RE.search(mail.strip().rstrip(">")))
+
+
+def mail_commits(base, commits, author):
+    """The commits as they are mailed: with `author` (name, email) as author
+    unless None, and without Signed-off-by lines of placeholder addresses
+    (format-patch --signoff adds the sender's own).  Same trees; returns the
+    new ids (the branches do not move)."""
+    out, parent = [], base
+    for c in commits:
+        name, mail, date = git(["log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw",
+                                c]).split("\0")
+        if author:
+            name, mail = author
+        msg = git(["log", "-1", "--format=%B", c])
+        lines = [l for l in msg.splitlines()
+                 if not (re.match(r"^Signed-off-by: .*<([^>]*)>\s*$", l)
+                         and is_placeholder(re.match(r".*<([^>]*)>", l).group(1)))]
+        env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": mail, "GIT_AUTHOR_DATE": date,
+               "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": mail,
+               "GIT_COMMITTER_DATE": date}
+        parent = git(["commit-tree", c + "^{tree}", "-p", parent, "-F", "-"], env=env,
+                     input="\n".join(lines).rstrip("\n") + "\n")
+        out.append(parent)
+    return out
+
+
+def check_address(addr, where):
+    if not address(addr) or "\n" in addr or "," in addr.replace('",', ""):
+        raise ForkError("%s: %r is not one e-mail address (give `Name <a@b.org>` or "
+                        "`a@b.org`, one per option or line)" % (where, addr))
+    return addr.strip()
+
+
+def read_recipients(path):
+    to, cc = [], []
+    if not os.path.exists(path):
+        return to, cc
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            m = re.match(r"^(To|Cc):\s*(.+)$", line, re.I)
+            if not m:
+                raise ForkError("%s:%d: expected `To: address` or `Cc: address`, got %r"
+                                % (rel(path), n, line))
+            (to if m.group(1).lower() == "to" else cc).append(
+                check_address(m.group(2), "%s:%d" % (rel(path), n)))
+    return to, cc
+
+
+def _norm_msg(text):
+    return "\n".join(l.rstrip() for l in text.strip().splitlines())
+
+
+def series_commits(series):
+    """(base, head, [commits]) after checking series/<ver> is what the repo records."""
+    base = rev_parse(series.distro_branch)
+    head = rev_parse(series.head_branch)
+    if git(["merge-base", base, head]) != base:
+        raise ForkError("%s is not based on %s: rebase it (`tools/fork rebase`) or lay the "
+                        "branches out again (`tools/fork branches`)"
+                        % (series.head_branch, series.distro_branch))
+    if git(["rev-list", "--merges", "%s..%s" % (base, head)]):
+        raise ForkError("%s..%s contains merge commits: a patch series must be linear"
+                        % (series.distro_branch, series.head_branch))
+    commits = git(["rev-list", "--reverse", "%s..%s" % (base, head)]).split()
+    how = ("export sends what %s/ records: store the branch with `tools/fork save`, or "
+           "reset the branches to the stored series with `tools/fork branches`" % series.rel)
+    if len(commits) != len(series.patches):
+        raise ForkError("%s has %d commits on %s but %s/series lists %d patches: %s"
+                        % (series.head_branch, len(commits), series.distro_branch,
+                           series.rel, len(series.patches), how))
+    for k, (commit, patch) in enumerate(zip(commits, series.patches), 1):
+        with open(patch, encoding="utf-8", errors="replace") as fh:
+            marks = sorted(set(re.findall(r"@[A-Z]+@", fh.read())))
+        if marks:
+            raise ForkError("%s still holds the placeholder %s: write the figure or text it "
+                            "stands for (edit the commit, `tools/fork save`); nothing was "
+                            "exported" % (rel(patch), ", ".join(marks)))
+        same = patch_id_of_commit(commit) == patch_id_of_file(patch) and \
+            _norm_msg(mailinfo(patch)[3]) == _norm_msg(git(["log", "-1", "--format=%B", commit]))
+        if not same:
+            raise ForkError("commit %d of %s (%s %s) differs from %s: %s"
+                            % (k, series.head_branch, commit[:12],
+                               git(["log", "-1", "--format=%s", commit]), rel(patch), how))
+    return base, head, commits
+
+
+def base_info(series, base):
+    """Package/Version/Upstream/SHA256 of the distro commit (its message)."""
+    body = git(["log", "-1", "--format=%B", base])
+    info = dict(re.findall(r"^(Package|Version|Upstream|SHA256): *(\S+) *$", body, re.M))
+    missing = [k for k in ("Package", "Version", "Upstream", "SHA256") if k not in info]
+    if missing:
+        raise ForkError("%s (%s) is not a `tools/fork import` snapshot: its message lacks %s"
+                        % (series.distro_branch, base[:12], ", ".join(missing)))
+    if info["SHA256"] != series.base["sha256"]:
+        raise ForkError("%s holds %s %s (sha256 %s), but %s/base names version %s (sha256 "
+                        "%s): import that snapshot (`tools/fork import`) or rebase the series "
+                        "(`tools/fork rebase`) first"
+                        % (series.distro_branch, info["Package"], info["Version"],
+                           info["SHA256"], series.rel, series.base["version"],
+                           series.base["sha256"]))
+    return info
+
+
+def check_rows(commits, flavour, test):
+    """[(commit, subject, row-or-None)] from the check cache."""
+    if test not in guesttests.TESTS:
+        raise ForkError("unknown guest test %r: one of %s" % (test, ", ".join(guesttests.TESTS)))
+    rows = []
+    for commit in commits:
+        tree = git(["rev-parse", commit + "^{tree}"])
+        row = kernel.cached(tree, flavour, test)
+        if row is not None:
+            cells = row.get("cells", {})
+            ok = row.get("passed", bool(cells)) and cells and \
+                all(v in ("pass", "n/a") for v in cells.values())
+            if not ok:
+                row = None
+        rows.append((commit, git(["log", "-1", "--format=%s", commit]), row))
+    return rows
+
+
+# -- the cover letter -------------------------------------------------------------
+
+def first_paragraph(body):
+    for para in re.split(r"\n\s*\n", body.strip()):
+        lines = [l.rstrip() for l in para.strip("\n").splitlines()]
+        if not lines:
+            continue
+        if all(re.match(r"^[A-Za-z0-9-]+: ", l) for l in lines):
+            continue    # a trailer block
+        return "\n".join(lines)
+    return ""
+
+
+def summary_text(commits):
+    out = []
+    for k, c in enumerate(commits, 1):
+        subject = git(["log", "-1", "--format=%s", c])
+        para = first_paragraph(git(["log", "-1", "--format=%b", c]))
+        item = "%d/%d %s" % (k, len(commits), subject)
+        if para:
+            item += "\n" + "\n".join(("      " + l) if l else "" for l in para.splitlines())
+        out.append(item)
+    return "\n\n".join(out)
+
+
+def check_text(rows, flavour, test, allowed):
+    cells = kernel.CELLS
+    table = [["patch", "commit"] + cells]
+    unchecked = []
+    for k, (commit, subject, row) in enumerate(rows, 1):
+        if row is None:
+            vals = ["not-checked"] + ["-"] * (len(cells) - 1)
+            unchecked.append("%d/%d" % (k, len(rows)))
+        else:
+            vals = [row["cells"].get(c, "-") for c in cells]
+        table.append(["%d/%d" % (k, len(rows)), commit[:12]] + vals)
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    states = {row.get("details", {}).get("sparse", "not recorded")
+              for _, _, row in rows if row is not None}
+    sparse = "and sparse " if states == {"ran"} else ""
+    lines = [
+        "Each commit was checked (kernel config \"%s\", guest test \"%s\"):" % (flavour, test),
+        "checkpatch.pl --strict, a W=1 %sbuild of the files it touches," % sparse,
+        "a QEMU boot, the ext2 test in the guest, e2fsck -fn of its image, and",
+        "its free block and inode counts (superblock = group descriptors =",
+        "e2fsck = the guest's statfs); checkpatch.pl --strict also passes on the",
+        "mails as sent.",
+    ] + ([] if sparse or not states else textwrap.wrap(
+        "Sparse: %s." % "; ".join(sorted(states)), 72)) + [
+        "",
+    ] + [("  " + "  ".join(v.ljust(w) for v, w in zip(r, widths))).rstrip() for r in table]
+    if unchecked:
+        many = len(unchecked) > 1
+        lines += [""] + textwrap.wrap(
+            "WARNING: exported with --allow-unchecked: patch%s %s %s no passing check "
+            "result; treat %s as untested." % ("es" if many else "", ", ".join(unchecked),
+                                               "have" if many else "has",
+                                               "them" if many else "it"), width=72)
+    assert allowed or not unchecked
+    return "\n".join(lines)
+
+
+def bench_command(path):
+    """The command of a bench.cmd script, without its `cd REPO &&` and lock."""
+    with open(path) as fh:
+        lines = [l.strip() for l in fh if l.strip() and not l.lstrip().startswith("#")]
+    cmd = lines[-1] if lines else ""
+    cmd = re.sub(r"^cd \S+ && ", "", cmd)
+    cmd = re.sub(r"^flock \S+ ", "", cmd)
+    return cmd
+
+
+def bench_revision(path):
+    """The B (series) commit a bench JSON was measured on, if it says."""
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    b = data.get("kernels", {}).get("B", {}) if isinstance(data.get("kernels"), dict) else {}
+    rev = (b.get("commit") if isinstance(b, dict) else None) or data.get("commit")
+    return rev if isinstance(rev, str) and re.match(r"^[0-9a-f]{7,40}$", rev) else None
+
+
+def bench_runs():
+    """(md, cmd, json) of the latest bench run, then of every run, newest first."""
+    root = wpath("bench")
+    runs = [tuple(os.path.join(root, "latest." + e) for e in ("md", "cmd", "json"))]
+    if os.path.isdir(root):
+        for d in sorted(os.listdir(root), reverse=True):
+            if os.path.isfile(os.path.join(root, d, "bench.md")):
+                runs.append(tuple(os.path.join(root, d, "bench." + e)
+                                  for e in ("md", "cmd", "json")))
+    return [r for r in runs if os.path.isfile(r[0])]
+
+
+def bench_text(head, prog, base=None):
+    """The newest benchmark run measured on exactly this tree; else the newest
+    run of an earlier version of this series (on the same base), else the
+    latest run, with a note in both cases (a run of another series, e.g. a
+    backport, may be the latest)."""
+    runs = bench_runs()
+    if not runs:
+        return "Benchmarks: " + NO_BENCH + "."
+    want = git(["rev-parse", head + "^{tree}"])
+
+    def tree_of(js):
+        rev = bench_revision(js)
+        return rev and git(["rev-parse", "-q", "--verify", rev + "^{tree}"], check=False)
+
+    def on_base(js):
+        rev = bench_revision(js)
+        return bool(base and rev and git_ok(["merge-base", "--is-ancestor", base, rev]))
+
+    md, cmd, js = next((r for r in runs if tree_of(r[2]) == want),
+                       next((r for r in runs if on_base(r[2])), runs[0]))
+    with open(md) as fh:
+        table = fh.read().strip()
+    command = "(command not recorded)"
+    if os.path.isfile(cmd):
+        command = "`%s`" % bench_command(cmd)
+    text = "Benchmark results, from %s:\n\n%s" % (command, table)
+    measured = bench_revision(js)
+    if measured and tree_of(js) != want:
+        note = ("these results were measured on %s, not on the series as posted (%s); "
+                "rerun `tools/fork bench`" % (measured[:12], head[:12]))
+        prog.say("warning: " + note)
+        text = "Note: " + note[0].lower() + note[1:].split("; rerun")[0] + ".\n\n" + text
+    return text
+
+
+def base_text(info, base):
+    tag = "debian/%s" % dep14(info["Version"])
+    if not git(["rev-parse", "--verify", "-q", "refs/tags/%s^{commit}" % tag], check=False):
+        tag = None
+    intro = textwrap.fill(
+        "Base: Debian's %s %s, which corresponds to upstream stable v%s plus Debian's "
+        "patches.  base-commit below is that source, imported reproducibly from the "
+        "Debian tarball:" % (info["Package"], info["Version"], info["Upstream"]),
+        width=72, break_long_words=False, break_on_hyphens=False)
+    return intro + "\n\n" + "\n".join("  %-9s %s" % kv for kv in [
+        ("Package:", info["Package"]),
+        ("Version:", info["Version"]),
+        ("Upstream:", "v" + info["Upstream"]),
+        ("Commit:", base + (" (tag %s)" % tag if tag else "")),
+        ("SHA256:", info["SHA256"] + " (tarball)")])
+
+
+def changelog_text(n, path, prev_msgid):
+    with open(path) as fh:
+        text = fh.read().strip()
+    out = "Changes in v%d:\n%s" % (n, text)
+    if prev_msgid:
+        out += "\n- Link to v%d: %s%s" % (n - 1, LORE, prev_msgid.strip("<>"))
+    return out
+
+
+def render_template(path, values, optional=()):
+    """(subject, body) of the cover letter template with `values` filled in;
+    every placeholder but those in `optional` must be used."""
+    if not os.path.isfile(path):
+        raise ForkError("no cover letter template %s: restore it from git (`git checkout -- "
+                        "%s`)" % (rel(path), rel(path)))
+    with open(path) as fh:
+        lines = [l.rstrip("\n") for l in fh if not l.startswith("#")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        raise ForkError("%s is empty: its first line is the subject" % rel(path))
+    subject, body = lines[0].strip(), "\n".join(lines[1:])
+    found = set(re.findall(r"\{([a-z_]+)\}", subject + body))
+    unknown = found - set(values)
+    missing = set(PLACEHOLDERS) - found - set(optional)
+    if unknown or missing:
+        raise ForkError("%s: %s%s; the placeholders are %s" % (
+            rel(path),
+            "unknown placeholder(s) %s" % ", ".join("{%s}" % u for u in sorted(unknown))
+            if unknown else "",
+            ("; " if unknown and missing else "") +
+            ("missing %s" % ", ".join("{%s}" % m for m in sorted(missing)) if missing else ""),
+            ", ".join("{%s}" % p for p in PLACEHOLDERS + EXTRA_PLACEHOLDERS)))
+
+    def fill(text):
+        return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], text)
+
+    body = fill(body).strip("\n")
+    body = re.sub(r"\n[ \t]*(\n[ \t]*)+\n", "\n\n", body)
+    return " ".join(fill(subject).split()), body + "\n"
+
+
+def encode_subject(subject):
+    try:
+        subject.encode("ascii")
+        return subject
+    except UnicodeEncodeError:
+        charset = email.charset.Charset("utf-8")
+        charset.header_encoding = email.charset.QP      # readable, as git does
+        return email.header.Header(subject, charset).encode()
+
+
+def fill_cover(path, subject, body):
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    if "*** SUBJECT HERE ***" not in text or "*** BLURB HERE ***" not in text:
+        raise ForkError("git format-patch wrote a cover letter without its *** SUBJECT HERE "
+                        "*** / *** BLURB HERE *** placeholders (%s): check your format.* "
+                        "git config" % path)
+    text = text.replace("*** SUBJECT HERE ***", encode_subject(subject), 1)
+    text = text.replace("*** BLURB HERE ***", body.rstrip("\n"), 1)
+    head, sep, rest = text.partition("\n\n")
+    if not text.isascii() and not re.search(r"^Content-Type:", head, re.M | re.I):
+        head += ("\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
+                 "Content-Transfer-Encoding: 8bit")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + sep + rest)
+
+
+def header(path, name):
+    with open(path, errors="replace") as fh:
+        head = fh.read().split("\n\n", 1)[0]
+    m = re.search(r"^%s:[ \t]*(.*(?:\n[ \t].*)*)" % re.escape(name), head, re.M | re.I)
+    return " ".join(m.group(1).split()) if m else None
+
+
+# -- producing and verifying the mails --------------------------------------------
+
+def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH"):
+    cmd = ["git"] + FP_CONFIG + [
+        "format-patch", "--cover-letter", "--cover-from-description=default", "--numbered",
+        "--subject-prefix=%s" % prefix, "--thread=shallow", "--base=%s" % base, "--signoff",
+        "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
+    if n > 1:
+        cmd.append("--reroll-count=%d" % n)
+    cmd += ["--to=%s" % a for a in to] + ["--cc=%s" % a for a in cc]
+    cmd.append("%s..%s" % (base, head))
+    run(cmd, cwd=ktree())
+    names = sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
+    cover = [f for f in names if re.match(r"^(v\d+-)?0000-cover-letter\.patch$", f)]
+    if len(cover) != 1:
+        raise ForkError("git format-patch wrote no cover letter into %s" % outdir)
+    return (os.path.join(outdir, cover[0]),
+            [os.path.join(outdir, f) for f in names if f != cover[0]])
+
+
+def recipients(bt, patches, extra_to, extra_cc):
+    """(to, cc): get_maintainer.pl's To (--nol) and Cc (--nom) plus extras, deduplicated."""
+    to, cc, seen = [], [], set()
+    for lst, addrs in ((to, yielded(bt.path, patches, ["--nol"]) + list(extra_to)),
+                       (cc, yielded(bt.path, patches, ["--nom"]) + list(extra_cc))):
+        for a in addrs:
+            if address(a) not in seen:
+                seen.add(address(a))
+                lst.append(a)
+    if not to and cc:
+        to.append(cc.pop(0))
+    if not to:
+        raise ForkError("no recipients: get_maintainer.pl named nobody for this series; give "
+                        "--to ADDR or add `To: address` to %s" % rel(mailing("recipients")))
+    return to, cc
+
+
+def check_signoff(patches, name, mail):
+    sob = "Signed-off-by: %s <%s>" % (name, mail)
+    for p in patches:
+        with open(p, errors="replace") as fh:
+            msg = fh.read().split("\n---\n", 1)[0]
+        if sob not in msg.splitlines():
+            raise ForkError("%s lacks `%s` after git format-patch --signoff: is a "
+                            "format.signOff/trailer config interfering?"
+                            % (os.path.basename(p), sob))
+
+
+def checkpatch(bt, patches, series):
+    bad = []
+    for k, p in enumerate(patches, 1):
+        with open(p, errors="replace") as fh:
+            proc = run_checkpatch_pl(bt.path, fh.read())
+        if proc.returncode != 0:
+            out = (proc.stdout + proc.stderr).strip().splitlines()
+            keep = [l for l in out if re.match(r"^(ERROR|WARNING|CHECK|total):", l)] or out[-5:]
+            bad.append("  %d/%d %s:\n    %s" % (k, len(patches), header(p, "Subject"),
+                                               "\n    ".join(keep[:12])))
+    if bad:
+        raise ForkError("checkpatch.pl --strict (of the base tree) fails on:\n%s\nFix those "
+                        "commits on the series branch, `%s` and `%s` them, then export again; "
+                        "nothing was written." % ("\n".join(bad), fork_command("save", series),
+                                                  fork_command("check", series)))
+
+
+def am_roundtrip(bt, files, commits, what):
+    """git am `files` on the pristine base; they must give the commits' trees and authors."""
+    bt.reset()
+    proc = run(["git", "-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true",
+                "am", "-q", "--no-3way", "--no-message-id", "--no-scissors"] + files,
+               cwd=bt.path, check=False)
+    out = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        bt.reset()
+        raise ForkError("%s: `git am` on a fresh checkout of the base failed:\n%s\n"
+                        "nothing was written" % (what, out[-2000:]))
+    got = bt.git(["rev-list", "--reverse", "%s..HEAD" % bt.commit]).split()
+    if len(got) != len(commits):
+        raise ForkError("%s: `git am` made %d commits, the series has %d; nothing was written"
+                        % (what, len(got), len(commits)))
+    fmt = "--format=%T %an <%ae>"
+    for k, (a, b) in enumerate(zip(got, commits), 1):
+        if git(["log", "-1", fmt, a]) != git(["log", "-1", fmt, b]):
+            raise ForkError("%s: after `git am`, commit %d/%d differs from %s (%s vs %s); "
+                            "nothing was written" % (what, k, len(commits), b[:12],
+                                                     git(["log", "-1", fmt, a]),
+                                                     git(["log", "-1", fmt, b])))
+    bt.reset()
+
+
+CAPTURE = """#!/bin/sh
+# sendmail for `git send-email` run by `tools/fork export`: keeps each message
+# and its envelope recipients in DIR, sends nothing.
+d=%s
+n=$(ls "$d" | grep -c '\\.eml$')
+f=$(printf '%%s/%%04d' "$d" "$n")
+printf '%%s\\n' "$@" > "$f.rcpt"
+cat > "$f.eml"
+"""
+
+
+def send_email(bt, files, sender, to, cc, tmp):
+    """Run git send-email on the mails with a sendmail that only captures them.
+
+    --sendmail-cmd is given explicitly: a configured sendemail.sendmailCmd
+    would otherwise win over --smtp-server=/path and really send.  Returns
+    the captured messages, in order, as they would go out."""
+    probe = run(["git", "send-email", "-h"], check=False)
+    if "not a git command" in probe.stdout + probe.stderr:
+        raise ForkError("git send-email is missing: install it with `apt-get install git-email`")
+    sent = ensure_dir(os.path.join(tmp, "sent"))
+    script = os.path.join(tmp, "capture-sendmail")
+    with open(script, "w") as fh:
+        fh.write(CAPTURE % shlex.quote(sent))
+    os.chmod(script, 0o755)
+    cmd = ["git", "send-email", "--confirm=never", "--no-format-patch", "--no-annotate",
+           "--8bit-encoding=UTF-8", "--sendmail-cmd=%s" % shlex.quote(script),
+           "--from=%s" % sender, "--to=%s" % to[0]] + files
+    proc = run(cmd, cwd=bt.path, check=False, input="", timeout=120)
+    out = (proc.stdout + proc.stderr).strip()
+    emls = sorted(os.path.join(sent, f) for f in os.listdir(sent) if f.endswith(".eml"))
+    if proc.returncode != 0 or len(emls) != len(files):
+        raise ForkError("`git send-email` does not accept the mails (exit %d, %d of %d "
+                        "messages out):\n%s\nnothing was written"
+                        % (proc.returncode, len(emls), len(files), out[-3000:]))
+    for eml, f in zip(emls, files):
+        with open(eml[:-4] + ".rcpt") as fh:
+            rcpt = {address(a) for a in fh.read().split() if "@" in a}
+        lost = [a for a in to + cc if address(a) not in rcpt]
+        if lost:
+            raise ForkError("`git send-email` would not mail %s to %s:\n%s\nnothing was "
+                            "written" % (os.path.basename(f), ", ".join(lost), out[-3000:]))
+    return emls
+
+
+def git_config_env(pairs):
+    """Environment that gives every git command the config `pairs` (key,
+    value) on top of its files, after any GIT_CONFIG_COUNT entries the
+    caller's environment already holds."""
+    n = int(os.environ.get("GIT_CONFIG_COUNT") or 0)
+    env = {"GIT_CONFIG_COUNT": str(n + len(pairs))}
+    for k, (key, value) in enumerate(pairs, n):
+        env["GIT_CONFIG_KEY_%d" % k] = key
+        env["GIT_CONFIG_VALUE_%d" % k] = value
+    return env
+
+
+def b4_roundtrip(bt, emls, commits, tmp, reader):
+    """b4 am on the mails as send-email sends them; git am of its output.
+
+    b4 reads the captured mails byte for byte.  (git format-patch folds a
+    long Subject, which Debian's b4 0.12 cannot read from a mailbox, but git
+    send-email unfolds every header it sends.)  b4 0.12 takes its own
+    identity, the Signed-off-by it looks for among the trailers, from git
+    config's user.name/user.email only: without user.email `b4 am` stops
+    with exit 1 and no reason (a KeyError it catches), although export's
+    sender may come from GIT_COMMITTER_NAME/EMAIL alone.  So b4 runs as
+    `reader` (name, email), given as git config through the environment."""
+    b4 = shutil.which("b4")
+    if not b4:
+        raise ForkError("b4 is missing: install it with `apt-get install b4` (tools/setup does)")
+    maildir = os.path.join(tmp, "sent-maildir")
+    md = mailbox.Maildir(maildir, create=True)
+    for eml in emls:
+        with open(eml, "rb") as fh:
+            md.add(fh.read())
+    outdir = ensure_dir(os.path.join(tmp, "b4"))
+    env = {"XDG_CACHE_HOME": ensure_dir(os.path.join(tmp, "b4-cache")),
+           "XDG_DATA_HOME": ensure_dir(os.path.join(tmp, "b4-data"))}
+    env.update(git_config_env([("user.name", reader[0]), ("user.email", reader[1])]))
+    cmd = [b4, "--offline-mode", "-n", "am", "-m", maildir, "-o", outdir, "--no-cover"]
+    msgid = header(emls[0], "Message-Id")
+    if msgid:
+        cmd.append(msgid.strip("<>"))
+    proc = run(cmd, cwd=bt.path, env=env, check=False, input="", timeout=120)
+    out = (proc.stdout + proc.stderr).strip()
+    made = sorted(os.path.join(outdir, f) for f in os.listdir(outdir) if f.endswith(".mbx"))
+    if proc.returncode != 0 or len(made) != 1:
+        raise ForkError("`b4 am` cannot read the mails as git send-email sends them (exit %d, "
+                        "%d mbox files):\n%s\nnothing was written"
+                        % (proc.returncode, len(made), out[-2000:]))
+    am_roundtrip(bt, made, commits, "b4 am output")
+    return out
+
+
+def recorded_base(vdir):
+    """The distro commit a recorded version was exported on; it must be here."""
+    info = read_kv(os.path.join(vdir, "base"))
+    base = info.get("base-commit", "")
+    if not re.match(r"^[0-9a-f]{40}$", base) or \
+            not run(["git", "cat-file", "-e", base + "^{commit}"], cwd=ktree(),
+                    check=False).returncode == 0:
+        raise ForkError("%s was based on commit %s (Debian %s %s), which the kernel tree "
+                        "lacks: import that snapshot (`tools/fork import --tarball ... "
+                        "--debian-version %s`) so the range-diff can be made"
+                        % (rel(vdir), base[:12] or "?", info.get("package", "?"),
+                           info.get("debian-version", "?"), info.get("debian-version", "?")))
+    return base
+
+
+def recreate(vdir, prog):
+    """Commit a recorded version's patches onto its base: (base, head)."""
+    base = recorded_base(vdir)
+    head = apply_patches(base, version_patches(vdir))
+    prog.say("re-created %s as %s..%s" % (rel(vdir), base[:12], head[:12]))
+    return base, head
+
+
+def range_diff_text(n, prev, base, patches, prog):
+    """git range-diff of v<n-1> (re-created from its record) against these mails.
+
+    Both sides are commits made from mails, so the sender's sign-off and the
+    in-body From: lines are on both and only real changes show."""
+    old_base, old_head = recreate(prev, prog)
+    new_head = apply_patches(base, patches)
+    out = git(["range-diff", "--no-color", "%s..%s" % (old_base, old_head),
+               "%s..%s" % (base, new_head)]).rstrip()
+    return "Range-diff against v%d:\n%s" % (n - 1, out)
+
+
+def outdir_entries(outdir):
+    if not os.path.exists(outdir):
+        return []
+    if not os.path.isdir(outdir):
+        raise ForkError("--outdir %s exists and is not a directory" % outdir)
+    return sorted(os.listdir(outdir))
+
+
+def send_hint(outdir):
+    """The one way to send an export (README says the same)."""
+    return ("send them with `git send-email %s/*.patch` (To:/Cc: are in every mail)"
+            % shlex.quote(outdir))
+

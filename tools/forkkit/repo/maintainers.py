@@ -1,0 +1,212 @@
+"""MAINTAINERS for this repository, in the kernel's format: per patch
+the base tree's own entries that get_maintainer.pl yields for it, then the
+fork's own areas (``tools/fork maintainers`` describes it for the user)."""
+
+import difflib
+import os
+import re
+
+from ..core.errors import ForkError
+from ..core.paths import repo_root
+from ..core.proc import run
+from .git import git
+from .patchfile import touched_files
+from .series import patch_subject
+
+PROJECT_M = "ext2-scale developers <ext2-scale@lists.invalid>"
+# title -> files, in the kernel's alphabetical order
+PROJECT_AREAS = [
+    ("BACKPORTS", ["backports/"]),
+    ("CI", [".ci/", "ci/"]),
+    ("FORK KIT TOOLS", ["tests/", "tools/"]),
+    ("MAILING", ["mailing/"]),
+]
+# get_maintainer.pl as b4 runs it (b4's send-auto-to-cmd / send-auto-cc-cmd)
+GM_OPTS = ["--nogit", "--nogit-fallback", "--nogit-chief-penguins", "--norolestats"]
+TAG_ORDER = "MRLS"
+
+
+def maintainers_path():
+    return os.path.join(repo_root(), "MAINTAINERS")
+
+
+# -- MAINTAINERS parsing ------------------------------------------------------
+
+def parse_sections(text):
+    """{title: [(tag, value), ...]} of a kernel-format MAINTAINERS text."""
+    sections = {}
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"^([A-Z]):\s*(.*?)\s*$", line)
+        if m:
+            if current is not None:
+                sections[current].append((m.group(1), m.group(2)))
+        elif not line.strip():
+            current = None
+        else:
+            current = line.strip()
+            sections.setdefault(current, [])
+    return sections
+
+
+def address(text):
+    """The e-mail address in 'Name <a@b>', 'a@b (moderated ...)' or 'a@b'."""
+    m = re.search(r"<([^<>\s]+@[^<>\s]+)>", text)
+    if m:
+        return m.group(1).lower()
+    for word in text.split():
+        if "@" in word:
+            return word.strip("<>(),;").lower()
+    return None
+
+
+def get_maintainer(base_dir, args, patches):
+    script = os.path.join(base_dir, "scripts", "get_maintainer.pl")
+    if not os.path.isfile(script):
+        raise ForkError("the base tree has no scripts/get_maintainer.pl: is distro/<ver> a "
+                        "Debian linux-source import (`tools/fork import`)?")
+    proc = run(["perl", script] + list(args) + [os.path.abspath(p) for p in patches],
+               cwd=base_dir, check=False)
+    if proc.returncode != 0:
+        raise ForkError("scripts/get_maintainer.pl %s failed (exit %d):\n%s"
+                        % (" ".join(args), proc.returncode,
+                           (proc.stdout + proc.stderr).strip()[-2000:]))
+    return proc.stdout
+
+
+def yielded(base_dir, patches, which=()):
+    """Address lines get_maintainer.pl yields (as b4 runs it), in its order."""
+    out = []
+    for line in get_maintainer(base_dir, GM_OPTS + list(which), patches).splitlines():
+        line = line.strip()
+        if line and address(line) and line not in out:
+            out.append(line)
+    return out
+
+
+def section_names(base_dir, patch):
+    """Titles of the MAINTAINERS sections get_maintainer.pl --sections names."""
+    names = []
+    block = []
+    for line in get_maintainer(base_dir, ["--nogit", "--nogit-fallback", "--sections"],
+                               [patch]).splitlines() + [""]:
+        if line.strip():
+            block.append(line)
+            continue
+        if block and not re.match(r"^[A-Z]:", block[0]) and block[0].strip() not in names:
+            names.append(block[0].strip())
+        block = []
+    return names
+
+
+def topic_entry(base_dir, sections, patch):
+    """(title, [(tag, value)]) for one patch."""
+    title = patch_subject(patch)
+    if re.match(r"^[A-Z]:", title):
+        title = "[%s]" % title      # would read as a tag line otherwise
+    want = {address(a) for a in yielded(base_dir, [patch])}
+    lines = []
+    status_m = status_any = None    # S: of the first section we took an M: / anything from
+    for name in section_names(base_dir, patch):
+        entries = sections.get(name)
+        if entries is None:
+            raise ForkError("get_maintainer.pl names section %r, which the base tree's "
+                            "MAINTAINERS does not have" % name)
+        kept = [(t, v) for t, v in entries if t in "MRL" and address(v) in want]
+        for tv in kept:
+            if tv not in lines:
+                lines.append(tv)
+        st = [v for t, v in entries if t == "S"]
+        if kept and st:
+            status_any = status_any or st[0]
+            if status_m is None and any(t == "M" for t, _ in kept):
+                status_m = st[0]
+    status = status_m or status_any
+    lines.sort(key=lambda tv: TAG_ORDER.index(tv[0]))
+    if status:
+        lines.append(("S", status))
+    lines += [("F", f) for f in touched_files(patch)]
+    return title, lines
+
+
+def render(series, topics, base_desc):
+    out = ["List of maintainers of the ext2-scale fork",
+           "==========================================",
+           "",
+           "Generated by `tools/fork maintainers` (do not edit by hand; rerun it, or",
+           "`tools/fork export`, after changing the series or its base).",
+           "",
+           "The entries use the kernel's MAINTAINERS format.  There is one entry for",
+           "each patch of %s/, titled with its subject, naming the upstream" % series.rel,
+           "files it touches; its maintainers, reviewers, lists and status are the",
+           "base tree's own entries that scripts/get_maintainer.pl yields for the",
+           "patch, copied from the MAINTAINERS of the base tree:",
+           "%s." % base_desc,
+           "The fork's own areas follow.",
+           "",
+           "Maintainers List",
+           "----------------",
+           ""]
+    if not topics:
+        out += ["(%s/series lists no patches yet.)" % series.rel, ""]
+    for title, lines in topics + [(t, [("M", PROJECT_M), ("S", "Maintained")]
+                                      + [("F", f) for f in files])
+                                  for t, files in PROJECT_AREAS]:
+        out.append(title)
+        out += ["%s:\t%s" % (t, v) for t, v in lines]
+        out.append("")
+    return "\n".join(out[:-1]) + "\n"
+
+
+def base_description(commit):
+    body = git(["log", "-1", "--format=%B", commit])
+    kv = dict(re.findall(r"^(Package|Version): (\S+)$", body, re.M))
+    if "Package" in kv and "Version" in kv:
+        return "Debian %s %s" % (kv["Package"], kv["Version"])
+    return "commit %s" % commit[:12]
+
+
+def generate(series, base_tree, prog=None):
+    """The MAINTAINERS text for `series`, from an open BaseTree of its base."""
+    path = os.path.join(base_tree.path, "MAINTAINERS")
+    if not os.path.isfile(path):
+        raise ForkError("the base tree %s (%s) has no MAINTAINERS file, which every kernel "
+                        "source ships at its top: import an unmodified Debian linux-source "
+                        "with `tools/fork import %s`; nothing was written"
+                        % (series.distro_branch, base_description(base_tree.commit),
+                           series.kver))
+    with open(path, errors="replace") as fh:
+        sections = parse_sections(fh.read())
+    topics = []
+    for patch in series.patches:
+        if prog:
+            prog.say("get_maintainer.pl %s" % os.path.basename(patch))
+        topics.append(topic_entry(base_tree.path, sections, patch))
+    return render(series, topics, base_description(base_tree.commit))
+
+
+def series_dirs(series):
+    dirs = set()
+    for patch in series.patches:
+        for f in touched_files(patch):
+            dirs.add(os.path.dirname(f))
+    return sorted(d for d in dirs if d)
+
+
+def compare(text):
+    """None if MAINTAINERS holds `text`, else a unified diff."""
+    path = maintainers_path()
+    old = open(path).read() if os.path.exists(path) else ""
+    if old == text:
+        return None
+    return "".join(difflib.unified_diff(old.splitlines(True), text.splitlines(True),
+                                        "MAINTAINERS (in the repo)", "MAINTAINERS (generated)"))
+
+
+def write(text):
+    path = maintainers_path()
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+

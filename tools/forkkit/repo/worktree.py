@@ -1,0 +1,142 @@
+"""The kit's own worktrees of the kernel tree: the build worktree
+(work/src), the rebase worktree (work/rebase/tree), the bisect worktree
+(work/bisect) and temporary sparse checkouts of a base tree (MAINTAINERS,
+export).  The user's checkout is never touched."""
+
+import os
+import re
+import shutil
+import tempfile
+
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, ktree, wpath
+from ..core.proc import run
+from .git import git
+
+
+def is_worktree(path):
+    return os.path.exists(os.path.join(path, ".git"))
+
+
+def add(path, commit, what, checkout=True, log=None, prog=None):
+    """Make `path` a worktree of the kernel tree, detached at `commit`
+    (without checking files out unless `checkout`).  Stale worktree
+    entries are pruned first; an empty directory left at `path` is taken
+    over, one holding files is refused."""
+    if prog:
+        prog.say("creating the %s worktree %s" % (what, path))
+    run(["git", "worktree", "prune"], cwd=ktree(), log=log)
+    if os.path.isdir(path) and not os.listdir(path):
+        os.rmdir(path)
+    if os.path.exists(path):
+        raise ForkError("%s exists but is not a git worktree: move it away (the %s worktree "
+                        "is made there)" % (path, what))
+    run(["git", "worktree", "add", "-f", "--detach"] + ([] if checkout else ["--no-checkout"])
+        + [path, commit], cwd=ktree(), log=log)
+    return path
+
+
+def ensure(path, commit, what, log=None, prog=None):
+    """The kit's own worktree `path` with `commit` checked out, detached:
+    made when missing (add()); refused when it has local changes (it
+    belongs to the kit: work is done in the kernel tree)."""
+    if not is_worktree(path):
+        return add(path, commit, what, log=log, prog=prog)
+    dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=path)
+    if dirty:
+        raise ForkError("the %s worktree %s has local changes (%s): it belongs to the fork "
+                        "kit; commit your work in %s instead; `git -C %s reset --hard` drops "
+                        "them" % (what, path, dirty.splitlines()[0].strip(), ktree(), path))
+    if git(["rev-parse", "HEAD"], cwd=path) != commit:
+        if prog:
+            prog.say("checking out %s in %s" % (commit[:12], path))
+        run(["git", "checkout", "-q", "--detach", commit], cwd=path, log=log)
+    return path
+
+
+def remove(path):
+    """Remove the worktree `path` and its directory."""
+    run(["git", "worktree", "remove", "--force", "--force", path], cwd=ktree(), check=False)
+    shutil.rmtree(path, ignore_errors=True)
+    run(["git", "worktree", "prune"], cwd=ktree(), check=False)
+
+
+# -- a sparse, temporary checkout of the base tree ---------------------------
+
+# What checkpatch.pl and get_maintainer.pl need of a tree besides the files a
+# series touches: top_of_kernel_tree() wants these directories to exist.
+TOP_DIRS = ["Documentation", "arch", "drivers", "fs", "init", "ipc", "kernel", "lib"]
+FULL_DIRS = ["scripts", "include", "LICENSES"]
+
+
+def _cone_escape(path):
+    return re.sub(r"([\\*?\[\]!#])", r"\\\1", path)
+
+
+def cone_patterns(full_dirs, top_dirs=TOP_DIRS):
+    """Sparse-checkout (cone) patterns: every top-level file, the files
+    directly in `top_dirs` and in the parents of `full_dirs`, and all of
+    `full_dirs`."""
+    full = set(d.strip("/") for d in full_dirs if d.strip("/"))
+    full = {d for d in full if not any(d.startswith(o + "/") for o in full if o != d)}
+    parents = set(top_dirs)
+    for d in full:
+        parts = d.split("/")
+        for i in range(1, len(parts)):
+            parents.add("/".join(parts[:i]))
+    parents = {p for p in parents
+               if not any(p == f or p.startswith(f + "/") for f in full)}
+    lines = ["/*", "!/*/"]
+    for d in sorted(parents | full, key=lambda s: s.split("/")):
+        lines.append("/%s/" % _cone_escape(d))
+        if d in parents:
+            lines.append("!/%s/*/" % _cone_escape(d))
+    return "".join(line + "\n" for line in lines)
+
+
+class BaseTree:
+    """A temporary, sparse worktree of `commit` (add() without a checkout,
+    then a cone sparse checkout).
+
+    `dirs` are the directories (complete, recursively) the caller needs on top
+    of the top-level files, scripts/ and include/.  Use as a context manager;
+    the worktree is removed on exit.  `git(args)` runs git inside it with the
+    sparse-checkout settings.
+    """
+
+    def __init__(self, commit, dirs=(), prefix="base-"):
+        self.commit = commit
+        self.dirs = list(dirs)
+        self.prefix = prefix
+        self.tmp = None
+        self.path = None
+
+    def __enter__(self):
+        self.tmp = tempfile.mkdtemp(prefix=self.prefix, dir=ensure_dir(wpath("tmp")))
+        self.path = os.path.join(self.tmp, "linux")
+        try:
+            add(self.path, self.commit, "sparse base", checkout=False)
+            gitdir = git(["rev-parse", "--absolute-git-dir"], cwd=self.path)
+            ensure_dir(os.path.join(gitdir, "info"))
+            with open(os.path.join(gitdir, "info", "sparse-checkout"), "w") as fh:
+                fh.write(cone_patterns(FULL_DIRS + self.dirs))
+            self.git(["reset", "-q", "--hard", self.commit])
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def git(self, args, check=True, input=None, env=None):
+        return git(["-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=true",
+                    "-c", "advice.updateSparsePath=false"] + list(args),
+                   cwd=self.path, check=check, input=input, env=env)
+
+    def reset(self):
+        """Back to the pristine base commit (after a `git am`)."""
+        self.git(["am", "--abort"], check=False)
+        self.git(["reset", "-q", "--hard", self.commit])
+        self.git(["clean", "-q", "-f", "-d", "-x"])
+
+    def __exit__(self, *exc):
+        remove(self.path)
+        shutil.rmtree(self.tmp, ignore_errors=True)

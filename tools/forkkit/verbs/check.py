@@ -1,0 +1,104 @@
+"""check: checkpatch, build, boot and a guest ext2 test, commit by commit.
+
+For each commit of RANGE (default: the series' base commit, then every
+commit of ``distro/<ver>..series/<ver>``), in this order:
+
+* ``checkpatch.pl --strict`` on the commit, with the commit's tree as root
+  and every cited commit held to the ``commit <sha> ("title")`` form;
+* ``build`` with the W=1 (and sparse, where the kernel accepts it) patchcheck
+  of the files it touches;
+* ``boot`` of the built image in QEMU: any kernel report in the console
+  (panic, Oops, BUG, WARNING, lockdep, KASAN, KCSAN, UBSAN, kmemleak, RCU
+  stall, lockup, ext2/ext4 error, counter mismatch) fails it, quoted whole;
+* the guest test (default ``smoke``: mkfs.ext2 on the host, mount in the
+  guest, create/write/read back/truncate/unlink across directories from 2
+  tasks, the seed workload, statfs, umount);
+* on the host ``e2fsck -fn``, which must be clean, and the free block and
+  inode counts: superblock = sum over the group descriptors = e2fsck's
+  summary = the guest's last statfs (``counts``; a test that reports no
+  statfs fails).
+
+Sanitizer flavours (``kcsan``, ``kasan``, ``faults``): those kernels also
+report races, bad accesses and leaks outside ext2.  A report whose stacks
+name a function of fs/ext2 fails the commit, unless that code is stock:
+the commit changed only some ext2 function bodies relative to the base (a
+carried upstream fix), none of them (nor a caller of one, nor what one
+tail-calls) is on the report's stacks, and the base shows the same report
+(funcdiff, reports.judge).  A report elsewhere
+that the base snapshot shows as well (same flavour and test, this run or
+its recorded result) is listed as known, with the base's console log as
+evidence; any other report fails.  For a KCSAN data race, the stacks are the racing
+accesses' own top frames (a virtio race with ext2_writepages() far down
+the flushing task's stack is not ext2's; its signature names the ext2
+function it came from, so only the same race from the same ext2 code in
+the base excuses it).  Every run of the base keeps its console as the
+base's evidence (work/cache/base-consoles/, keyed by the sha256 of the
+base image that booted, the flavour, the test and the test's inputs,
+which include the test's definition; not by the kit's code): each check
+reads all of them again with its own code and the ext2 function list of
+that image's build.  So a report that the base shows only in some boots
+is established by checking the base again (``check --force <base>
+--config kcsan --test stress``), and stays established across kit
+changes.  The consoles are found through the base's row, which names its
+image: the base comes first in the default range; a range without it
+uses the base's recorded row (recorded per kit, pass or fail), and without
+one every report outside ext2 fails.
+
+Prints a table and exits non-zero if any cell failed.  Every run that
+booted the image, pass or fail, is kept on record (the cache) by the
+commit's tree id, config flavour (its ci/kconfig fragments), guest test
+(ci/guest, its TESTS entry), the kit's code and the QEMU/e2fsprogs versions;
+each names the sha256 of the image that was booted.  A rebase that changes
+nothing re-checks nothing; ``--force`` runs them again and adds the run to
+the record.  A failure stays on it: a detector that sees a race only in
+some boots (KCSAN, a race in ``stress``) does not turn green by retrying.
+A later pass of a cell that failed is "flaky: k of n runs failed" and is
+no pass, unless every failed run failed only on reports that the base
+shows too (the rule above, with the base's evidence of the run that
+passed; kernel.judge_runs()).
+"""
+
+import json
+
+from ..build.kconfig import FLAVOURS
+from ..core.paths import check_output_path, workdir_relative
+from ..guest import guesttests
+from ..repo.series import PRIMARY, Series
+from ..verify.check import markdown, run_check
+
+HELP = "checkpatch + build + boot + guest ext2 test + e2fsck for every commit"
+
+
+def add_arguments(p):
+    p.add_argument("range", nargs="?",
+                   help="commit range A..B or one revision (default: the whole series on its base)")
+    p.add_argument("--series", default=PRIMARY,
+                   help="series directory (default: %(default)s)")
+    p.add_argument("--config", default="base", choices=sorted(FLAVOURS),
+                   help="config flavour (default: %(default)s)")
+    p.add_argument("--test", default="smoke", help="guest test: %s (default: %%(default)s)" % ", ".join(guesttests.TESTS))
+    p.add_argument("--force", action="store_true",
+                   help="run again whatever is on record (the run is added to the record; "
+                        "an earlier failure stays)")
+    p.add_argument("--timeout", type=int, default=900,
+                   help="guest timeout in seconds (default: %(default)s)")
+    p.add_argument("--json", help="also write the results as JSON to this file")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the table as markdown (with what produced it) to this file")
+
+
+def main(args):
+    for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
+        if path:
+            check_output_path(path, what)
+    series = Series(args.series)
+    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
+    # the files may become records: their paths relative to the work directory
+    kept = workdir_relative(rows)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(kept, fh, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown(kept, series, args.config, args.test))
+    return 0 if all(r["passed"] for r in rows) else 1

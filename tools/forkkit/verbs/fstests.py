@@ -1,0 +1,91 @@
+"""fstests: the community's filesystem regression suite on ext2, base
+kernel against series kernel, in QEMU (TCG).
+
+Builds BASE (default ``distro/<ver>``) and SERIES (default
+``series/<ver>``) with the ``fstests`` config flavour, boots each with the
+same tests and prints per test the base status, the series status
+(pass / fail / notrun), the times and the verdict: **new failure** (fails
+on the series only), fixed, same.  Exits 1 on any new failure, 3 when the
+time limit stopped the run before every test ran on both kernels (run the
+same command again to continue), 0 otherwise.
+
+Tests: names (``generic/001 generic/013``), or ``--group G`` (every
+generic/ and ext4/ test of that fstests group, as ``check -g`` selects for
+ext2; default ``quick``).  Tests in ``ci/fstests/ext2.exclude`` (failing or
+hanging on the base kernel, each with its measured reason) are left out
+and listed.
+
+The guest: the kit's initramfs mounts a Debian root image (debootstrap of
+the machine's own mirror, fstests with ci/fstests/patches built inside it;
+made once per machine and cached in ~/.cache/fork-kit/fstests-roots/,
+shared by every clone; making it needs root) from /dev/vda and runs
+fstests' ``./check -R xunit`` in a chroot with FSTYP=ext2, TEST_DEV=/dev/vdb and
+SCRATCH_DEV=/dev/vdc (``mkfs.ext2``, default mount options; fstests' own
+``_check_filesystems`` after every test), results on /dev/vdd, which
+starts with the kernel's .config (KCONFIG_PATH: the quota tests ask
+``_require_kernel_config``; the build keeps it beside the image).  The guest
+has no udev (DM_DISABLE_UDEV: libdevmapper makes the /dev/mapper nodes)
+and brings ``lo`` up for the tests that talk TCP.  After every boot the
+host runs ``e2fsck -fn`` on both disks and copies fstests'
+results/ tree (with ``result.xml``) out with debugfs.
+
+Results are kept per kernel image (with the root and the profile) in
+``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``: ``tests.json`` and per
+boot the console log, fstests' results tree (``result.xml``) and the e2fsck
+output; so a base kernel's results serve every series compared with it.
+Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
+(every test, every boot), ``fstests.md`` and the command that repeats it.
+Runs resume per test: the same command skips what already finished
+(``--fresh`` runs the selected tests again on both kernels).  The series
+kernel builds while the base kernel's guest runs.
+``--record DIR`` keeps each kernel's finished tests, boots, result.xml,
+e2fsck output and xz'd console in ``DIR/<image>-<root>-<packages>-<profile>/``
+and each guest script once in ``DIR/scripts/`` after every boot, to commit
+(``records/fstests/<ver>``; records/README.md): the same command on a
+fresh machine builds the same image (the kit's builds are reproducible),
+finds the record by that name and runs only what it lacks.  A record is only read for exactly
+that image, guest root (key and Debian package versions), fstests commit
+and patches, and profile.
+``--time-limit S`` bounds the test time (builds not counted): check is
+stopped after its current test and the run ends with what finished.  fstests
+comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
+overrides), recorded in every result.
+"""
+
+from ..repo.series import PRIMARY
+from ..verify import fstests
+from ..verify.fstests_run import run_fstests
+
+HELP = "fstests on ext2: base vs series kernel in QEMU; new failures fail"
+
+
+def add_arguments(p):
+    p.add_argument("args", nargs="*", metavar="BASE SERIES TESTS",
+                   help="up to two revisions (base, then series), then fstests test names "
+                        "such as generic/001")
+    p.set_defaults(intermixed="args")
+    p.add_argument("--series", default=PRIMARY,
+                   help="series directory for the default revisions (default: %(default)s)")
+    p.add_argument("--group", help="run every generic/ and ext4/ test of this fstests group "
+                                   "(default when no test is named: quick)")
+    p.add_argument("--time-limit", type=int, default=0, metavar="S",
+                   help="stop after S seconds of testing (both kernels; builds not counted); "
+                        "rerun the same command to continue; 0: no limit (default: "
+                        "%(default)s)")
+    p.add_argument("--block-size", type=int, choices=fstests.BLOCK_SIZES, metavar="N",
+                   help="mkfs.ext2 -b N for the test and scratch filesystems (%s; "
+                   "default: mke2fs's choice, 4096 on the 4 GiB disks); part of every "
+                   "record's identity" % ", ".join(map(str, fstests.BLOCK_SIZES)))
+    p.add_argument("--fresh", action="store_true",
+                   help="forget the finished tests of this run and start again")
+    p.add_argument("--record", metavar="DIR",
+                   help="keep each kernel's finished tests in DIR/<kernel store>/ and the "
+                        "guest scripts in DIR/scripts/ (a directory to commit, e.g. "
+                        "records/fstests/<ver>) and continue from what DIR holds: runs on "
+                        "other machines resume there")
+    p.add_argument("--json", help="also write the JSON of every test to this file")
+    p.add_argument("--markdown", help="also write the markdown table to this file")
+
+
+def main(args):
+    return run_fstests(args)

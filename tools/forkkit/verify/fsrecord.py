@@ -1,0 +1,213 @@
+"""fstests results kept in the repository (``fstests --record DIR``).
+
+A quick-group run takes hours per kernel under TCG, longer than one may
+keep a machine, whose work/ may be fresh next time: the run is done in
+parts (--time-limit), and each part's per-test results must outlive the
+machine's work/.  With --record DIR, after every boot the kit writes what
+that kernel has finished into DIR/<store>/, a directory to commit:
+
+    kernel.json   what produced the results: the image's full sha256, the
+                  commit, tree and kernel version, the guest root's key and
+                  the hash of its Debian package versions, the fstests
+                  commit and patches, the profile
+    tests.json    every finished test: status, seconds, message
+    boots.json    every boot: tests asked and done, e2fsck of both disks,
+                  kernel reports, time, its guest script (guest_script,
+                  the sha256 of DIR/scripts/<sha256>.sh) and time limit
+    boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
+
+and DIR/scripts/<sha256>.sh, each guest script once: the script a boot ran
+without its test list (the tests it finished are in boots.json, their
+results in tests.json) and with the time limit its boot names set to 1,
+which is the text fstests.harness_key() hashes.  Paths in the record are
+relative to the record (boot-<n>/...) or to the work directory.
+
+<store> is the name of the kit's own store for that kernel
+(<image sha256[:16]>-<root key>-<root packages>-<profile>).  The next
+part, here or on a fresh machine, builds the same commit and gets the
+same image (kbuild's builds are reproducible: fixed timestamp, user, host
+and build number), finds the record by that name and runs only what is
+missing.  Another image, another root or other package versions give
+another name: nothing recorded for something else is reused.
+"""
+
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+
+from ..core.errors import ForkError
+from ..core.paths import ensure_dir, workdir_relative
+from ..core.records import write_json
+
+# kernel.json keys that must match for a record to be read as this kernel's
+IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
+            "fstests_patches")
+PATH_KEYS = ("dir", "console", "xunit")
+
+
+def packages_key(root):
+    """8 hex digits of the root's Debian package versions (debootstrap of the
+    same inputs on another day may install other versions)."""
+    versions = root.get("package_versions")
+    if not versions:
+        raise ForkError("the fstests root %s names no package versions: remove it from %s and "
+                        "run again to make it anew" % (root.get("key"), root.get("image")))
+    return hashlib.sha256("\n".join(sorted(versions)).encode()).hexdigest()[:8]
+
+
+def _read(path, default, kind):
+    """JSON of `kind` (dict or list) from path; default if there is none."""
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        return default
+    except (OSError, ValueError) as exc:
+        raise ForkError("cannot read %s (%s): restore it from git (git checkout -- %s)"
+                        % (path, exc, path))
+    if not isinstance(data, kind) or (kind is list and not all(
+            isinstance(b, dict) and isinstance(b.get("n"), int) for b in data)):
+        raise ForkError("%s is not a record the kit wrote: restore it from git (git checkout "
+                        "-- %s)" % (path, path))
+    return data
+
+
+def boot_dirs(recdir):
+    """Numbers of the boot-<n> directories in recdir."""
+    try:
+        names = os.listdir(recdir)
+    except FileNotFoundError:
+        return []
+    return [int(d[5:]) for d in names if d.startswith("boot-") and d[5:].isdigit()]
+
+
+def load(recdir, identity):
+    """(tests, boots) recorded in recdir for this kernel, ({}, []) if none.
+    Boot paths come back absolute; each boot has "recorded": True."""
+    recdir = os.path.abspath(recdir)
+    meta = _read(os.path.join(recdir, "kernel.json"), None, dict)
+    if meta is None:
+        if os.path.isdir(recdir) and os.listdir(recdir):
+            raise ForkError("%s has no kernel.json: it is not a record of this kernel; restore "
+                            "it from git or move it away" % recdir)
+        return {}, []
+    for key in IDENTITY:
+        if meta.get(key) != identity.get(key):
+            raise ForkError("%s/kernel.json was recorded for another %s (%s, this run: %s): "
+                            "record this run elsewhere (--record)"
+                            % (recdir, key.replace("_", " "), meta.get(key), identity.get(key)))
+    tests = _read(os.path.join(recdir, "tests.json"), {}, dict)
+    boots = []
+    for b in _read(os.path.join(recdir, "boots.json"), [], list):
+        b = dict(b, recorded=True)
+        for k in PATH_KEYS:
+            if b.get(k):
+                b[k] = os.path.join(recdir, b[k])
+        boots.append(b)
+    return tests, boots
+
+
+# a boot's console in its record, xz'd
+CONSOLE = "console.log.xz"
+
+
+def console_path(recdir, n):
+    """Where the record in recdir keeps boot n's console."""
+    return os.path.join(recdir, "boot-%d" % n, CONSOLE)
+
+
+def _xz(src, dest):
+    """src xz'd to dest, its paths into the work directory made relative."""
+    with open(src, "rb") as fh:
+        text = fh.read().decode(errors="surrogateescape")
+    with lzma.open(dest + ".tmp", "wb") as out:
+        out.write(workdir_relative(text).encode(errors="surrogateescape"))
+    os.replace(dest + ".tmp", dest)
+
+
+# the guest script's test list (fstests.guest_script()) and its time limit
+SCRIPT_TESTS_RE = re.compile(r"(/results/fork-tests <<'FORK_EOF'\n)(.*?)(\nFORK_EOF\n)", re.S)
+SCRIPT_LIMIT_RE = re.compile(r"\( sleep (\d+); echo FSTESTS-TIME-LIMIT;")
+SCRIPTS = "scripts"
+
+
+def script_template(script):
+    """(the guest script without its test list and with a time limit of 1,
+    the limit it had) -- the text fstests.harness_key() hashes -- or
+    (script, None) when it is not one that guest_script() writes."""
+    tests, limit = SCRIPT_TESTS_RE.search(script), SCRIPT_LIMIT_RE.search(script)
+    if not (tests and limit):
+        return script, None
+    out = SCRIPT_TESTS_RE.sub(lambda m: m.group(1) + "TESTS" + m.group(3), script, count=1)
+    return SCRIPT_LIMIT_RE.sub("( sleep 1; echo FSTESTS-TIME-LIMIT;", out, count=1), \
+        int(limit.group(1))
+
+
+def save_script(top, path):
+    """The guest script at `path` kept once in top/scripts/<sha256>.sh;
+    returns the boot's keys that name it."""
+    with open(path) as fh:
+        text, limit = script_template(fh.read())
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    dest = os.path.join(ensure_dir(os.path.join(top, SCRIPTS)), sha + ".sh")
+    if not os.path.exists(dest):
+        with open(dest + ".tmp", "w") as fh:
+            fh.write(text)
+        os.replace(dest + ".tmp", dest)
+    return {"guest_script": sha, "time_limit_s": limit}
+
+
+def save(recdir, identity, tests, boots):
+    """Write the record of this kernel: identity, boots, tests.  The files
+    of a boot made here are copied into boot-<n>/ (the console xz'd), its
+    guest script into the scripts of the record's directory; paths into
+    the work directory become relative to it; a boot-<n> that the record
+    holds for another boot is refused."""
+    recdir = os.path.abspath(recdir)
+    ensure_dir(recdir)
+    on_disk = {}
+    if os.path.exists(os.path.join(recdir, "kernel.json")):
+        on_disk = {b["n"]: b for b in _read(os.path.join(recdir, "boots.json"), [], list)}
+    out = []
+    for b in sorted(boots, key=lambda b: b["n"]):
+        recorded = b.get("recorded")
+        b = {k: v for k, v in b.items() if k != "recorded"}
+        name = "boot-%d" % b["n"]
+        dest = os.path.join(recdir, name)
+        there = on_disk.get(b["n"])
+        if there is not None and there.get("id") != b.get("id"):
+            raise ForkError("%s holds another boot (id %s) than this machine's boot %d (id %s): "
+                            "move one of them away" % (dest, there.get("id"), b["n"], b.get("id")))
+        if not recorded and there is None:
+            if os.path.exists(dest):
+                raise ForkError("%s exists but %s/boots.json does not list it (a run "
+                                "killed while saving?): move it away" % (dest, recdir))
+            ensure_dir(dest)
+            if b.get("console") and os.path.exists(b["console"]):
+                _xz(b["console"], console_path(recdir, b["n"]))
+            if b.get("xunit") and os.path.exists(b["xunit"]):
+                shutil.copy(b["xunit"], os.path.join(dest, "result.xml"))
+            fsck = os.path.join(b["dir"], "e2fsck.txt")
+            if os.path.exists(fsck):
+                with open(fsck, newline="") as fh, \
+                        open(os.path.join(dest, "e2fsck.txt"), "w", newline="") as copy:
+                    copy.write(workdir_relative(fh.read()))
+            script = os.path.join(b["dir"], "guest-script.sh")
+            if os.path.exists(script):
+                b.update(save_script(os.path.dirname(recdir), script))
+        elif there is not None:
+            # a boot once recorded does not change: the record's entry
+            # stands (its script, how it was read, its paths), whatever
+            # this machine's store holds for it
+            b = dict(b, **there)
+        b = workdir_relative(b)
+        b["dir"] = name
+        b["console"] = os.path.join(name, CONSOLE) if b.get("console") else None
+        b["xunit"] = name + "/result.xml" if b.get("xunit") else None
+        out.append(b)
+    write_json(os.path.join(recdir, "kernel.json"), identity)
+    write_json(os.path.join(recdir, "boots.json"), out)
+    write_json(os.path.join(recdir, "tests.json"), tests)

@@ -1,0 +1,425 @@
+"""An fstests comparison run, base kernel against series kernel
+(``tools/fork fstests`` describes it for the user): the builds, the
+boots with what each left on its disks, the results kept per kernel image
+and in a --record directory, and the report."""
+
+import hashlib
+import os
+import shlex
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+
+from ..build.kbuild import build
+from ..core.errors import ForkError
+from ..core.paths import check_output_path, ensure_dir, new_log, wpath
+from ..core.progress import Progress
+from ..core.proc import run, which
+from ..core.records import read_json, write_json
+from ..guest import fsroot
+from ..guest.console import Follower
+from ..guest.qemu import failure_message, qemu_binary, run_guest
+from ..repo.git import rev_parse
+from ..repo.series import PRIMARY, Series
+from . import fsrecord, fstests
+from .kernel import kit_key
+
+# seconds a boot gets beyond the test time limit: boot, mkfs, report, power off
+BOOT_MARGIN = 600
+# without --time-limit: the most one boot may take before QEMU is stopped
+NO_LIMIT = 12 * 3600
+SIDES = ("base", "series")
+
+
+def split_args(words):
+    """(revisions, tests): test names look like generic/001."""
+    revs, tests = [], []
+    for w in words:
+        if fstests.TEST_RE.match(w):
+            tests.append(w)
+        elif tests:
+            raise ForkError("%r comes after test names: give BASE and SERIES first, then the "
+                            "tests" % w)
+        else:
+            revs.append(w)
+    if len(revs) > 2:
+        raise ForkError("%r is neither a test name (like generic/001) nor needed as a revision: "
+                        "give at most BASE and SERIES" % revs[2])
+    return revs, tests
+
+
+def repeat_command(args, revs, tests, group):
+    parts = ["tools/fork", "fstests"] + list(revs)
+    if args.series != PRIMARY:
+        parts += ["--series", args.series]
+    if group:
+        parts += ["--group", group]
+    if getattr(args, "block_size", None):
+        parts += ["--block-size", str(args.block_size)]
+    if args.time_limit:
+        parts += ["--time-limit", str(args.time_limit)]
+    if args.record:
+        parts += ["--record", args.record]
+    parts += tests
+    cmd = " ".join(shlex.quote(p) for p in parts)
+    if os.environ.get("FORK_FSTESTS_URL"):
+        cmd = "FORK_FSTESTS_URL=%s %s" % (shlex.quote(os.environ["FORK_FSTESTS_URL"]), cmd)
+    return cmd
+
+
+def run_fstests(args):
+    """The run `args` (the verb's arguments) ask for; the verb's exit status."""
+    prog = Progress("fstests")
+    revs, tests = split_args(args.args)
+    group = args.group
+    if not tests and not group:
+        group = "quick"
+    if tests and group:
+        raise ForkError("give either --group or test names, not both")
+    if args.time_limit < 0:
+        raise ForkError("--time-limit must be a number of seconds >= 0 (0: no limit)")
+    for path, what in ((args.json, "JSON file"), (args.markdown, "markdown file")):
+        if path:
+            check_output_path(path, what)
+    if args.record and os.path.exists(args.record) and not os.path.isdir(args.record):
+        raise ForkError("--record %s is a file: name a directory (it is created if missing)"
+                        % args.record)
+    series = Series(args.series)
+    revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
+    commits = [rev_parse(r) for r in revs]
+    qemu_binary()
+    for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
+        which(prog_name, "e2fsprogs")
+    exclude = fstests.parse_exclude()
+    log = new_log("fstests-root")
+    root = fsroot.ensure_root(prog, log)
+    chosen, excluded = fstests.select(tests, group, root["groups"], exclude)
+    if not chosen:
+        raise ForkError("every selected test is in ci/fstests/ext2.exclude: nothing to run")
+    patched = root["inputs"].get("fstests_patches", [])
+    prog.say("%d tests (%s)%s; fstests %s at %s%s" % (
+        len(chosen), "group " + group if group else "named",
+        ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
+        root["fstests_commit"][:12],
+        " + %d patches of ci/fstests/patches" % len(patched) if patched else ""))
+    # The series builds (build lock) while the base kernel boots (guest lock).
+    images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
+    later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
+    profile = fstests.make_profile(getattr(args, "block_size", None))
+    profile_key = fstests.profile_key(profile)
+    packages = fsrecord.packages_key(root)
+    identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
+                "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
+    stores, recdirs = {}, {}
+    run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
+                                       " ".join(chosen)]).encode()).hexdigest()[:16]
+    rundir = ensure_dir(wpath("fstests", "runs", run_id))
+    command = repeat_command(args, revs, tests, args.group)
+    meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
+            "fstests_url": root["fstests_url"], "fstests_commit": root["fstests_commit"],
+            "root_key": root["key"], "suite": root["inputs"]["suite"],
+            "fstests_patches": patched, "record": args.record, "root_packages": packages,
+            "profile": profile, "tests": chosen, "excluded": excluded,
+            "run_dir": rundir}
+    with open(os.path.join(rundir, "command.txt"), "w") as fh:
+        fh.write(command + "\n")
+    prog.say("run directory %s" % rundir)
+    deadline = time.monotonic() + args.time_limit if args.time_limit else None
+    results = {}
+    try:
+        for n, side in enumerate(SIDES):
+            if side not in images:
+                waited = time.monotonic()
+                images[side] = later.result()
+                if deadline is not None:    # builds do not count against the limit
+                    deadline += time.monotonic() - waited
+            img = images[side]
+            meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
+                          "image_sha256": img.image_sha256, "version": img.version}
+            # results are kept per kernel image (and root and profile): a base
+            # run serves every series compared with it
+            name = "%s-%s-%s-%s" % (img.image_sha256[:16], root["key"], packages, profile_key)
+            store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
+            rpath = os.path.join(store, "tests.json")
+            bpath = os.path.join(store, "boots.json")
+            results[side] = read_json(rpath, {})
+            ident = dict(identity, image_sha256=img.image_sha256, rev=revs[n],
+                         commit=commits[n], tree=getattr(img, "tree", None),
+                         version=img.version)
+            recdir = recdirs[side] = os.path.join(args.record, name) if args.record else None
+            if recdir:
+                results[side] = merge_record(recdir, ident, results[side], rpath, bpath,
+                                             side, prog)
+            if args.fresh:
+                results[side] = {t: r for t, r in results[side].items() if t not in chosen}
+                write_json(rpath, results[side])
+                if recdir:      # else the next sitting would take them back
+                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
+            while True:
+                todo = [t for t in chosen if t not in results[side]]
+                if not todo:
+                    break
+                if deadline is not None:
+                    budget = (deadline - time.monotonic()) / (len(SIDES) - n)
+                    if budget < 60:
+                        prog.say("%s: time limit reached, %d tests not run" % (side, len(todo)))
+                        break
+                else:
+                    budget = NO_LIMIT
+                done_before = len(results[side])
+                info = boot(side, img.image, todo, budget, store, root, prog,
+                            len(chosen) - len(todo), len(chosen),
+                            next_boot(store, read_json(bpath, []), recdir),
+                            img.config, profile)
+                info["commit"] = commits[n]
+                results[side].update(info.pop("records"))
+                write_json(rpath, results[side])
+                write_json(bpath, read_json(bpath, []) + [info])
+                if recdir:
+                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
+                    prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
+                                                                recdir))
+                if info["limit"]:
+                    break
+                if len(results[side]) == done_before:
+                    raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+    finally:
+        later.join()
+    # every boot that gave these kernels' results, earlier runs included;
+    # its e2fsck and reports count for the side its kernel has in this run
+    # (a store is per kernel image, and serves other runs too)
+    consoles = [(side, b, [b.get("console")] + ([fsrecord.console_path(recdirs[side], b["n"])]
+                                                if recdirs.get(side) else []))
+                for side in SIDES if side in stores
+                for b in read_json(os.path.join(stores[side], "boots.json"), [])
+                if set(b.get("tests", [])) & set(chosen)]
+    boots = [b for _, b, _ in consoles]
+    rows = fstests.compare(chosen, results["base"], results["series"])
+    meta["e2fsck"] = e2fsck_summary([(side, b) for side, b, _ in consoles])
+    kinds, missing = fstests.kernel_reports(consoles, chosen)
+    meta["report_kinds"] = kinds
+    meta["reports_summary"] = fstests.reports_summary(kinds, missing,
+                                                      len(consoles) - len(missing))
+    report = {"meta": meta, "tests": rows, "boots": boots,
+              "totals": {s: fstests.totals(rows, s) for s in SIDES}}
+    write_json(os.path.join(rundir, "fstests.json"), report)
+    md = fstests.markdown(meta, rows, excluded)
+    with open(os.path.join(rundir, "fstests.md"), "w") as fh:
+        fh.write(md)
+    if args.json:
+        write_json(args.json, report)
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(md)
+    print(fstests.table(rows))
+    for t in sorted(excluded):
+        print("excluded %s: %s" % (t, excluded[t]))
+    for s in SIDES:
+        tot = report["totals"][s]
+        print("%s: %d pass, %d fail, %d notrun, %ds of tests" % (
+            s, tot["pass"], tot["fail"], tot["notrun"], tot["seconds"]))
+    print("e2fsck -fn after each boot: %s" % meta["e2fsck"])
+    print("kernel reports in the consoles: %s" % meta["reports_summary"])
+    print("results: %s (fstests.json, fstests.md; per boot console.log, results/, e2fsck.txt "
+          "under %s)" % (rundir, ", ".join(stores[s] for s in SIDES if s in stores)))
+    print("repeat: %s" % command)
+    new = [r for r in rows if r["verdict"] == "new failure"]
+    pending = [r for r in rows if r["verdict"] == "pending"]
+    if new:
+        prog.say("%d new failures on the series: %s" % (len(new), ", ".join(
+            "%s (%s)" % (r["test"], r["series_message"][:80]) for r in new)))
+        return 1
+    if pending:
+        prog.say("incomplete: %d tests have not run on both kernels yet; run the same command "
+                 "again to continue" % len(pending))
+        return 3
+    prog.say("no new failures")
+    return 0
+
+
+def e2fsck_summary(boots):
+    """One line on the host's e2fsck of every boot, boots as [(side in this
+    run, boot)]."""
+    bad = ["boot %s %s: %s %s" % (side, b["n"], d, v) for side, b in boots
+           for d, v in sorted(b["e2fsck"].items()) if v not in ("clean", fstests.WIPED)]
+    if not boots:
+        return "n/a"
+    wiped = sum(1 for _, b in boots for v in b["e2fsck"].values() if v == fstests.WIPED)
+    return "clean (%d boots, test and scratch disks%s)" % (
+        len(boots), "; %d scratch disks left wiped by fstests" % wiped if wiped else "") \
+        if not bad else "; ".join(bad)
+
+
+class Background(threading.Thread):
+    """Runs fn() in a thread; result() waits and returns it or raises what
+    it raised."""
+
+    def __init__(self, fn):
+        super().__init__(daemon=True)
+        self.fn, self.value, self.exc = fn, None, None
+        self.start()
+
+    def run(self):
+        try:
+            self.value = self.fn()
+        except BaseException as exc:    # re-raised in the caller's thread
+            self.exc = exc
+
+    def result(self):
+        self.join()
+        if self.exc is not None:
+            raise self.exc
+        return self.value
+
+
+class TestFollower(Follower):
+    """Prints a progress line per finished test while the guest runs
+    (run_guest's `follow`), from the console log (check's result line per
+    test)."""
+
+    def __init__(self, log, side, done, total, prog):
+        super().__init__(log, 3)
+        self.side, self.done0, self.total, self.prog = side, done, total, prog
+        self.text = []
+        self.seen = set()
+        self.t0 = time.monotonic()
+
+    def lines(self, new):
+        self.text += new
+        # every line end as text mode reads it (a lone \r ends a line too)
+        text = "\n".join(self.text).replace("\r", "\n")
+        for test, status in fstests.console_tests(text):
+            if status is None or test in self.seen:
+                continue
+            self.seen.add(test)
+            done = self.done0 + len(self.seen)
+            el = time.monotonic() - self.t0
+            est = el / len(self.seen) * (self.total - done)
+            self.prog.say("%s %d/%d %s %s (boot elapsed %dm%02ds, about %dm left for %s)" % (
+                self.side, done, self.total, test, status, el // 60, el % 60, est // 60,
+                self.side))
+
+
+def next_boot(store, boots, recdir=None):
+    """The number of the next boot of this kernel: after every boot in
+    boots.json (recorded ones included) and every boot-<n> directory of the
+    store and of the record."""
+    used = [b["n"] for b in boots] + fsrecord.boot_dirs(store)
+    if recdir:
+        used += fsrecord.boot_dirs(recdir)
+    return max(used, default=0) + 1
+
+
+def merge_record(recdir, ident, results, rpath, bpath, side, prog):
+    """Add what recdir holds for this kernel to its store (tests.json and
+    boots.json); tests finished here win.  Returns the merged results."""
+    rec_tests, rec_boots = fsrecord.load(recdir, ident)
+    boots = read_json(bpath, [])
+    have = {b["n"]: b for b in boots}
+    added = 0
+    for b in rec_boots:
+        mine = have.get(b["n"])
+        if mine is None:
+            boots.append(b)
+            added += 1
+        elif mine.get("id") != b.get("id"):
+            raise ForkError("boot %d of the %s kernel in %s is not the boot %d in %s: move "
+                            "one of them away" % (b["n"], side, recdir, b["n"],
+                                                  os.path.dirname(bpath)))
+    new = {t: r for t, r in rec_tests.items() if t not in results}
+    if added or new:
+        results = dict(new, **results)
+        write_json(rpath, results)
+        write_json(bpath, sorted(boots, key=lambda b: b["n"]))
+    if rec_tests:
+        prog.say("%s: %d tests recorded in %s (%d of them not in this machine's store)"
+                 % (side, len(rec_tests), recdir, len(new)))
+    return results
+
+
+def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
+         profile=None):
+    """One guest run of `tests` on `kernel` (whose .config is `config`);
+    returns the boot's record.  Its console log, results tree and e2fsck
+    output go to store/boot-<n>."""
+    if not config or not os.path.isfile(config):
+        raise ForkError("no kernel config beside %s (%s): fstests' quota tests read it; "
+                        "run `tools/fork build REV --config fstests --no-patchcheck` to store it"
+                        % (kernel, config))
+    bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
+    disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
+    stage = tempfile.mkdtemp(prefix="fstests-results-disk-", dir=ensure_dir(wpath("tmp")))
+    try:
+        run(["cp", "--sparse=always", root["image"], disks["root"]])
+        for d in ("test", "scratch", "results"):
+            with open(disks[d], "wb") as fh:
+                fh.truncate(fstests.DISK_MB[d] << 20)
+        # the results disk starts with the kernel's config (KCONFIG_PATH)
+        staged = os.path.join(stage, fstests.KCONFIG_NAME)
+        shutil.copyfile(config, staged)
+        with open(staged, "rb") as fh:
+            config_sha = hashlib.sha256(fh.read()).hexdigest()
+        run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "results", "-d", stage,
+             disks["results"]])
+        limit = max(60, int(budget) - 120)
+        script = fstests.guest_script(tests, limit, profile)
+        with open(os.path.join(bdir, "guest-script.sh"), "w") as fh:
+            fh.write(script)
+        log = os.path.join(bdir, "console.log")
+        prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
+                 % (side, n, len(tests), os.path.basename(kernel), limit))
+        res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
+                                                             "results")],
+                        timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
+                        follow=TestFollower(log, side, done, total, prog))
+        fsck = {}
+        with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
+            for d in ("test", "scratch"):
+                proc = run(["e2fsck", "-fn", disks[d]], check=False)
+                out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
+                                                                 proc.stdout, proc.stderr))
+                head = run(["dumpe2fs", "-h", disks[d]], check=False)
+                state = (fstests.fs_state(head.stdout) or "no state line in dumpe2fs -h") \
+                    if head.returncode == 0 else "not read (dumpe2fs -h exit %d)" % head.returncode
+                out.write("$ dumpe2fs -h %s (exit %d): %s\n%s\n"
+                          % (d, head.returncode, state, head.stderr))
+                fsck[d] = fstests.fsck_verdict(proc.returncode, proc.stdout + proc.stderr,
+                                               os.path.join(bdir, "e2fsck.txt"), state)
+        resdir = os.path.join(bdir, "results")
+        if os.path.exists(resdir):
+            shutil.rmtree(resdir)
+        ensure_dir(resdir)
+        run(["debugfs", "-R", "rdump /%s %s" % (fstests.RESULT_DIR, resdir), disks["results"]])
+        xml = os.path.join(resdir, fstests.RESULT_DIR, "result.xml")
+        xunit_notes = []
+        xunit = fstests.parse_xunit(xml, xunit_notes) if os.path.exists(xml) else {}
+        for note in xunit_notes:
+            prog.say("%s boot %d: %s" % (side, n, note))
+        with open(log, errors="replace") as fh:
+            console = fh.read()
+        records, limit_hit = fstests.boot_records(tests, xunit, console,
+                                                  bool(res.error and "timed out" in res.error))
+    finally:
+        for d in ("root", "test", "scratch", "results"):
+            try:
+                os.unlink(disks[d])
+            except OSError:
+                pass
+        shutil.rmtree(stage, ignore_errors=True)
+    error = None if res.ok else failure_message(res)
+    if res.problems:
+        prog.say("%s boot %d: %d kernel reports in the console, first: %s"
+                 % (side, n, len(res.problems), res.problems[0]))
+    counts = {s: sum(1 for r in records.values() if r["status"] == s) for s in fstests.STATUSES}
+    prog.say("%s boot %d: %d tests finished (%s) in %.0fs; e2fsck test: %s, scratch: %s"
+             % (side, n, len(records), ", ".join("%d %s" % (counts[s], s)
+                                                for s in fstests.STATUSES),
+                res.seconds, fsck["test"], fsck["scratch"]))
+    return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
+            "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
+            "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
+            "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
+            "kernel_config": config_sha,
+            "xunit": xml if os.path.exists(xml) else None, "records": records}
