@@ -24,6 +24,7 @@ VERBS = [
     ("bisect", "bisect"),
     ("compare", "compare"),
     ("fstests", "fstests"),
+    ("report", "report"),
 ]
 
 
