@@ -30,3 +30,27 @@ class Lock:
     def __exit__(self, *exc):
         fcntl.flock(self.fh, fcntl.LOCK_UN)
         self.fh.close()
+
+
+class DirLock:
+    """An exclusive lock on one store of records (a directory): flock on the
+    directory itself, so that a store that is committed (an fstests
+    --record directory) gets no lock file.  Each read-modify-write of the
+    store's files holds it; two processes, or two threads of one, exclude
+    each other (each takes its own open file description)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.fd = os.open(ensure_dir(self.path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)

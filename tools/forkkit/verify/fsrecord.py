@@ -39,8 +39,9 @@ import re
 import shutil
 
 from ..core.errors import ForkError
+from ..core.locks import DirLock
 from ..core.paths import ensure_dir, workdir_relative
-from ..core.records import write_json
+from ..core.records import write_json, write_text
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
@@ -123,9 +124,10 @@ def _xz(src, dest):
     """src xz'd to dest, its paths into the work directory made relative."""
     with open(src, "rb") as fh:
         text = fh.read().decode(errors="surrogateescape")
-    with lzma.open(dest + ".tmp", "wb") as out:
+    tmp = "%s.tmp-%d" % (dest, os.getpid())
+    with lzma.open(tmp, "wb") as out:
         out.write(workdir_relative(text).encode(errors="surrogateescape"))
-    os.replace(dest + ".tmp", dest)
+    os.replace(tmp, dest)
 
 
 # the guest script's test list (fstests.guest_script()) and its time limit
@@ -154,9 +156,7 @@ def save_script(top, path):
     sha = hashlib.sha256(text.encode()).hexdigest()
     dest = os.path.join(ensure_dir(os.path.join(top, SCRIPTS)), sha + ".sh")
     if not os.path.exists(dest):
-        with open(dest + ".tmp", "w") as fh:
-            fh.write(text)
-        os.replace(dest + ".tmp", dest)
+        write_text(dest, text)      # two kernels' records may keep it at once
     return {"guest_script": sha, "time_limit_s": limit}
 
 
@@ -165,9 +165,14 @@ def save(recdir, identity, tests, boots):
     of a boot made here are copied into boot-<n>/ (the console xz'd), its
     guest script into the scripts of the record's directory; paths into
     the work directory become relative to it; a boot-<n> that the record
-    holds for another boot is refused."""
+    holds for another boot is refused.  The record is read and written
+    under its lock: two runs of one kernel may save it at once."""
     recdir = os.path.abspath(recdir)
-    ensure_dir(recdir)
+    with DirLock(recdir):
+        _save(recdir, identity, tests, boots)
+
+
+def _save(recdir, identity, tests, boots):
     on_disk = {}
     if os.path.exists(os.path.join(recdir, "kernel.json")):
         on_disk = {b["n"]: b for b in _read(os.path.join(recdir, "boots.json"), [], list)}

@@ -14,6 +14,7 @@ import uuid
 
 from ..build.kbuild import build
 from ..core.errors import ForkError
+from ..core.locks import DirLock
 from ..core.paths import check_output_path, ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
@@ -144,19 +145,23 @@ def run_fstests(args):
             store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
             bpath = os.path.join(store, "boots.json")
-            results[side] = read_json(rpath, {})
             ident = dict(identity, image_sha256=img.image_sha256, rev=revs[n],
                          commit=commits[n], tree=getattr(img, "tree", None),
                          version=img.version)
             recdir = recdirs[side] = os.path.join(args.record, name) if args.record else None
-            if recdir:
-                results[side] = merge_record(recdir, ident, results[side], rpath, bpath,
-                                             side, prog)
-            if args.fresh:
-                results[side] = {t: r for t, r in results[side].items() if t not in chosen}
-                write_json(rpath, results[side])
-                if recdir:      # else the next sitting would take them back
-                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
+            # other runs of this kernel (shards of a group) may write the
+            # store at the same time: every read-modify-write holds its lock
+            with DirLock(store):
+                results[side] = read_json(rpath, {})
+                if recdir:
+                    results[side] = merge_record(recdir, ident, results[side], rpath, bpath,
+                                                 side, prog)
+                if args.fresh:
+                    results[side] = {t: r for t, r in results[side].items()
+                                     if t not in chosen}
+                    write_json(rpath, results[side])
+                    if recdir:      # else the next run would take them back
+                        fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -174,11 +179,8 @@ def run_fstests(args):
                             next_boot(store, read_json(bpath, []), recdir),
                             img.config, profile)
                 info["commit"] = commits[n]
-                results[side].update(info.pop("records"))
-                write_json(rpath, results[side])
-                write_json(bpath, read_json(bpath, []) + [info])
+                results[side] = add_boot(store, recdir, ident, info)
                 if recdir:
-                    fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
                     prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
                                                                 recdir))
                 if info["limit"]:
@@ -303,18 +305,45 @@ class TestFollower(Follower):
 
 
 def next_boot(store, boots, recdir=None):
-    """The number of the next boot of this kernel: after every boot in
-    boots.json (recorded ones included) and every boot-<n> directory of the
-    store and of the record."""
+    """The number of the next boot of this kernel, its store/boot-<n>
+    made here: after every boot in boots.json (recorded ones included) and
+    every boot-<n> directory of the store and of the record.  The directory
+    is made with mkdir, which only one caller wins: two runs of one kernel
+    that ask at once get two numbers."""
     used = [b["n"] for b in boots] + fsrecord.boot_dirs(store)
     if recdir:
         used += fsrecord.boot_dirs(recdir)
-    return max(used, default=0) + 1
+    n = max(used, default=0) + 1
+    while True:
+        try:
+            os.mkdir(os.path.join(ensure_dir(store), "boot-%d" % n))
+            return n
+        except FileExistsError:
+            n += 1
+
+
+def add_boot(store, recdir, ident, info):
+    """Add a finished boot (`info`, its test results in "records") to the
+    store's tests.json and boots.json and to the record, as they are now:
+    under the store's lock, read anew, so that what other runs of this
+    kernel added meanwhile stays.  Returns the store's results."""
+    with DirLock(store):
+        rpath = os.path.join(store, "tests.json")
+        bpath = os.path.join(store, "boots.json")
+        results = read_json(rpath, {})
+        results.update(info.pop("records"))
+        write_json(rpath, results)
+        boots = [b for b in read_json(bpath, []) if b["n"] != info["n"]] + [info]
+        write_json(bpath, boots)
+        if recdir:
+            fsrecord.save(recdir, ident, results, boots)
+    return results
 
 
 def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     """Add what recdir holds for this kernel to its store (tests.json and
-    boots.json); tests finished here win.  Returns the merged results."""
+    boots.json); tests finished here win.  Returns the merged results.
+    The caller holds the store's lock."""
     rec_tests, rec_boots = fsrecord.load(recdir, ident)
     boots = read_json(bpath, [])
     have = {b["n"]: b for b in boots}

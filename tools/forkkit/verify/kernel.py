@@ -37,6 +37,7 @@ from ..build.kconfig import KMEMLEAK_FLAVOURS
 from ..core.errors import ForkError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
+from ..core.records import write_json
 from ..guest import guesttests, reports
 from ..guest.qemu import BOOT_ARGS, failure_message, run_guest
 from ..repo.funcdiff import ALL, with_tail_calls
@@ -254,10 +255,7 @@ def record_run(path, row, known=None, excuse=None):
         before = read_record(path, row["tree"])
         row["runs"] = (runs_of(before) if before else []) + [run_entry(row, excuse)]
         judge_runs(row, known)
-        tmp = "%s.tmp-%d" % (path, os.getpid())
-        with open(tmp, "w") as fh:
-            json.dump(row, fh, indent=1)
-        os.replace(tmp, path)
+        write_json(path, row)       # synced, replaced in one step
 
 
 class _AnyKey(dict):
