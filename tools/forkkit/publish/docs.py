@@ -1,0 +1,311 @@
+"""The documents CHECKS.md, FSTESTS.md and BENCHMARKS.md, made from the
+committed records (records/) and hand-written templates (docs/<NAME>.in).
+
+A template is markdown, copied line by line, except:
+
+* a line starting with ``%%`` is a note on the template and is dropped;
+* a line ``@@ DIRECTIVE ARGS...`` is replaced by what the records give
+  (DIRECTIVES below: each reads the records with the kit's own loaders
+  and writes with core/tables.py).
+
+So the same records and templates give the same bytes, and a document
+differs from what they give only when it was edited by hand or a record
+changed without the document being made again (``report --docs --check``).
+"""
+
+import inspect
+import json
+import os
+import re
+import types
+
+from ..build.kconfig import FLAVOURS
+from ..core.errors import ForkError
+from ..core.tables import md_cell, md_table
+from ..guest import guesttests
+from ..verify import benchlib, checkrecords
+from ..verify import check as vcheck
+from ..verify import fstests as vfstests
+
+DOCUMENTS = ("CHECKS.md", "FSTESTS.md", "BENCHMARKS.md")
+TEMPLATE_DIR = "docs"
+DATED = re.compile(r"^(?P<name>.*?)(?:-(?P<date>\d{8}-\d{6}))?\.json$")
+
+
+def _read(root, rel):
+    path = os.path.join(root, rel)
+    try:
+        with open(path) as fh:
+            return fh.read()
+    except OSError as e:
+        raise ForkError("%s: cannot read it (%s): restore it from git" % (rel, e.strerror))
+
+
+def _json(root, rel):
+    try:
+        return json.loads(_read(root, rel))
+    except ValueError as e:
+        raise ForkError("%s: not JSON (%s): restore it from git" % (rel, e))
+
+
+def newest_tables(root, ver, head):
+    """[(flavour-test, path relative to `root`)] under
+    records/checks/<ver>/<head>/: of each flavour and test the newest table
+    (a dated name's date; an undated name is the older)."""
+    top = "records/checks/%s/%s" % (ver, head)
+    if not os.path.isdir(os.path.join(root, top)):
+        raise ForkError("%s: no such record directory: name a directory of records/checks/"
+                        % top)
+    best = {}
+    for f in sorted(os.listdir(os.path.join(root, top))):
+        m = DATED.match(f)
+        if not m:
+            continue
+        key = (m.group("date") or "", f)
+        if m.group("name") not in best or key > best[m.group("name")][0]:
+            best[m.group("name")] = (key, top + "/" + f)
+    return [(name, best[name][1]) for name in sorted(best)]
+
+
+def _verdicts(all_cells, ver, rows, flavour, test):
+    """One line: every recorded run of each of the table's commits judged
+    together (checkrecords.cells())."""
+    out = {}
+    for r in rows:
+        c = all_cells.get((ver, r["commit"], flavour, test))
+        if c:
+            out.setdefault(c["verdict"], []).append(r["commit"][:12])
+    parts = []
+    for verdict in sorted(out):
+        commits = out[verdict]
+        parts.append("%s: %d (%s)" % (verdict, len(commits), ", ".join(commits))
+                     if verdict != "pass" else "pass: %d" % len(commits))
+    return "Every recorded run of these commits, judged together: " + "; ".join(parts) + "."
+
+
+def d_check(root, ctx, rel, series, heading="####"):
+    parts = rel.split("/")
+    if len(parts) < 4 or parts[:2] != ["records", "checks"]:
+        raise ForkError("%s: not a table under records/checks/<ver>/" % rel)
+    ver = parts[2]
+    rows = checkrecords.read_rows(root, rel)
+    flavour, test = rows[0].get("flavour", "-"), rows[0].get("test", "-")
+    out = ["%s %s: %s `%s`" % (heading, ver, flavour, test), "",
+           "[%s](%s)" % (rel, rel), ""]
+    out += vcheck.markdown(rows, types.SimpleNamespace(rel=series), flavour, test).splitlines()
+    out += ["", _verdicts(ctx.cells(), ver, rows, flavour, test)]
+    return out
+
+
+def d_checks(root, ctx, ver, head, series):
+    """Every newest table of one head."""
+    out = []
+    for _, rel in newest_tables(root, ver, head):
+        out += d_check(root, ctx, rel, series) + [""]
+    return out[:-1]
+
+
+def d_base_reports(root, ctx, ver):
+    """The reports that runs of `ver`'s base snapshot showed, with the first
+    record that shows each and how many of the base's runs show it."""
+    cells = ctx.cells()
+    seen = {}
+    for key, c in sorted(cells.items()):
+        if not c["base"] or key[0] != ver:
+            continue
+        runs = len(c["runs"])
+        for f, row in c["rows"]:
+            for rep in row.get("reports", []):
+                k = (key[2], key[3], rep.get("signature", ""))
+                e = seen.setdefault(k, {"file": f, "files": set(), "runs": runs})
+                e["files"].add(f)
+    rows = [["%s `%s`" % (fl, t), md_cell(sig), "%d of %d" % (len(e["files"]), e["runs"]),
+             "[%s](%s)" % (os.path.basename(e["file"]), e["file"])]
+            for (fl, t, sig), e in sorted(seen.items())]
+    if not rows:
+        return ["No run of the %s base snapshot on record showed a kernel report." % ver]
+    return md_table(["flavour and test", "report (signature)",
+                     "tables showing it, of the base's runs", "first record"], rows)
+
+
+def d_flavours(root, ctx):
+    """Each config flavour: its fragments and the head comment of its own."""
+    rows = []
+    for name, frags in FLAVOURS.items():
+        own = frags[-1]
+        text = _read(root, "ci/kconfig/" + own)
+        head = []
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            head.append(line.lstrip("#").strip())
+        rows.append(["`%s`" % name, " + ".join("`%s`" % f for f in frags),
+                     md_cell(" ".join(head))])
+    return md_table(["flavour", "fragments (ci/kconfig/)", "what it is"], rows)
+
+
+def d_guest_tests(root, ctx):
+    """Each guest test: disk, block size, file system and the reports it
+    expects (its script is guest/guesttests.py's)."""
+    rows = []
+    for name in guesttests.TESTS:
+        t = guesttests.spec(name)
+        rows.append(["`%s`" % name, t.size, str(t.blocksize), t.fs,
+                     ", ".join("`%s`" % e for e in t.expect) or "-"])
+    return md_table(["test", "disk", "block size", "file system", "expected reports"], rows)
+
+
+def d_fstests(root, ctx, ver):
+    """records/fstests/<ver>/quick.md (`fstests --markdown`): its header and
+    totals, and the rows of every test that failed on either kernel."""
+    rel = "records/fstests/%s/quick.md" % ver
+    lines = _read(root, rel).rstrip("\n").splitlines()
+    if not lines or not lines[0].startswith("# "):
+        raise ForkError("%s: not `fstests --markdown` output: restore it from git" % rel)
+    tables = [i for i, l in enumerate(lines) if l.startswith("| test |")]
+    if not tables:
+        raise ForkError("%s: no per-test table: restore it from git" % rel)
+    head = lines[1:tables[0]]
+    while head and not head[0].strip():
+        head = head[1:]
+    rows = []
+    for l in lines[tables[0] + 2:]:
+        if not l.startswith("|"):
+            break
+        rows.append(l)
+    bad = [l for l in rows if "fail" in [c.strip() for c in l.split("|")[2:4]]
+           or l.split("|")[6].strip() != "same"]
+    out = head + ["Tests that failed on either kernel, or whose verdict is not `same` "
+                  "(every test, and why each one that did not run did not: [%s](%s)):"
+                  % (rel, rel), ""]
+    if bad:
+        out += lines[tables[0]:tables[0] + 2] + bad
+    else:
+        out.append("none")
+    reports = [i for i, l in enumerate(lines) if l.startswith("Kernel reports in the console")]
+    if reports:
+        out += [""] + lines[reports[0]:]
+    return out
+
+
+def d_exclude(root, ctx):
+    """ci/fstests/ext2.exclude: each excluded test and its reason."""
+    ex = vfstests.parse_exclude(os.path.join(root, "ci", "fstests", "ext2.exclude"))
+    if not ex:
+        return ["`ci/fstests/ext2.exclude` excludes no test."]
+    return md_table(["test", "reason"], [["`%s`" % t, md_cell(r)] for t, r in sorted(ex.items())])
+
+
+def _bench_doc(root, run):
+    return _json(root, "records/bench/%s.json" % run)
+
+
+def d_bench(root, ctx, run):
+    """One bench run: the kit's markdown of its record (benchlib.markdown():
+    what ran, the command that repeats it, the targets, the tables), its
+    headings one level down."""
+    doc = _bench_doc(root, run)
+    md = benchlib.markdown(doc).rstrip("\n").splitlines()
+    md = ["#" + l if l.startswith("#") else l for l in md]
+    return md[:1] + ["", "Record: [records/bench/%s.json](records/bench/%s.json)" % (run, run)] \
+        + md[1:]
+
+
+def d_bench_facts(root, ctx, run, *names):
+    """Named figures of a run (benchlib.record_facts()), as a table."""
+    facts = benchlib.record_facts(_bench_doc(root, run))
+    rows = []
+    for n in names:
+        n = n.replace("_", " ")
+        if n not in facts:
+            raise ForkError("records/bench/%s.json has no figure %r" % (run, n))
+        v = facts[n]
+        rows.append(["`%s`" % n, ("%.4g" % v) if isinstance(v, float) else str(v)])
+    return md_table(["figure", "value"], rows)
+
+
+def d_include(root, ctx, rel):
+    return _read(root, rel).rstrip("\n").splitlines()
+
+
+DIRECTIVES = {
+    "check": (d_check, "FILE SERIES"),
+    "checks": (d_checks, "VER HEAD SERIES"),
+    "base-reports": (d_base_reports, "VER"),
+    "flavours": (d_flavours, ""),
+    "guest-tests": (d_guest_tests, ""),
+    "fstests": (d_fstests, "VER"),
+    "exclude": (d_exclude, ""),
+    "bench": (d_bench, "RUN"),
+    "bench-facts": (d_bench_facts, "RUN FIGURE..."),
+    "include": (d_include, "FILE"),
+}
+
+
+class _Context:
+    """What several directives share, read once."""
+
+    def __init__(self, root):
+        self.root = root
+        self._cells = None
+
+    def cells(self):
+        if self._cells is None:
+            self._cells = checkrecords.cells(self.root)
+        return self._cells
+
+
+def render(root, template_rel, ctx=None):
+    """The document that the template `template_rel` (relative to `root`)
+    and the records under `root` give, as text."""
+    ctx = ctx or _Context(root)
+    out = []
+    for n, line in enumerate(_read(root, template_rel).splitlines(), 1):
+        if line.startswith("%%"):
+            continue
+        if line.startswith("@@"):
+            words = line[2:].split()
+            if not words or words[0] not in DIRECTIVES:
+                raise ForkError("%s:%d: unknown directive %r: use one of %s" % (
+                    template_rel, n, words[0] if words else "",
+                    ", ".join(sorted(DIRECTIVES))))
+            fn = DIRECTIVES[words[0]][0]
+            try:
+                inspect.signature(fn).bind(root, ctx, *words[1:])
+            except TypeError:
+                raise ForkError("%s:%d: %s takes %s" % (template_rel, n, words[0],
+                                                         DIRECTIVES[words[0]][1] or "no argument"))
+            out += fn(root, ctx, *words[1:])
+            continue
+        out.append(line)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
+def generate(root, names=DOCUMENTS):
+    """{document name: text} of each document."""
+    ctx = _Context(root)
+    return {name: render(root, "%s/%s.in" % (TEMPLATE_DIR, name), ctx) for name in names}
+
+
+def differing(root, docs):
+    """The names of the documents whose file under `root` is not `docs`'s text."""
+    out = []
+    for name, text in docs.items():
+        try:
+            with open(os.path.join(root, name)) as fh:
+                same = fh.read() == text
+        except OSError:
+            same = False
+        if not same:
+            out.append(name)
+    return out
+
+
+def write(root, docs):
+    for name, text in docs.items():
+        tmp = os.path.join(root, name + ".tmp")
+        with open(tmp, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, os.path.join(root, name))
