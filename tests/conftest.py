@@ -434,7 +434,7 @@ def kernel_tarball(tmp_path_factory):
 
 
 class Templates:
-    """Kits made once per session and copied by Kit.imported()/laid_out()."""
+    """Kits made once per test run and copied by Kit.imported()/laid_out()."""
 
     def __init__(self, base, tarball):
         self.base = base

@@ -77,7 +77,7 @@ def test_parse_xunit_broken(tmp_path):
      "\t\t<system-out><![CDATA[\nQA output created by 595\n", "- output mismatch (see 595.out.bad)"),
 ])
 def test_parse_xunit_unfinished_last_entry(tmp_path, child, kept):
-    """Measured in stop 26: the time limit's SIGTERM reached check while it
+    """Measured: the time limit's SIGTERM reached check while it
     wrote an entry, and its exit handler closed the report around it."""
     p = tmp_path / "result.xml"
     cut = XUNIT.replace("</testsuite>", "\t<testcase classname=\"xfstests.global\" "
@@ -920,10 +920,10 @@ def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
     assert fsroot.roots_dir() == str(tmp_path / "mine") and fsroot.cached("k1") is None
 
 
-# ------------------------------------------- --record: sittings across machines
+# --------------------------------------------- --record: a run across machines
 
 def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
-    """A sitting stops at the time limit; the next one runs on a machine
+    """A run stops at the time limit; the next one runs on a machine
     without work/ and asks each kernel only for what the record lacks."""
     rec = tmp_path / "repo-fstests"
     tests = ["generic/001", "generic/002", "generic/013"]
@@ -1088,7 +1088,7 @@ def test_record_identity_is_checked(pipeline, tmp_path, capsys, key):
 
 def test_record_fresh_forgets_the_recorded_tests_too(pipeline, tmp_path):
     """--fresh with --record: the record loses the selected tests at once, so
-    a sitting that ends before its first boot cannot bring them back."""
+    a run that ends before its first boot cannot bring them back."""
     rec = tmp_path / "rec"
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
@@ -1151,7 +1151,7 @@ def test_record_keeps_each_boot_before_the_next(pipeline, tmp_path, capsys):
 def test_each_boot_gets_its_kernels_config(pipeline, capsys):
     """The results disk of every boot holds the .config of the kernel it
     boots (fstests' KCONFIG_PATH), and the boot's record names its hash;
-    without it every quota test is 'not run' (stop 27)."""
+    without it every quota test is 'not run'."""
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     assert run_main("generic/001") == 0
     assert pipeline["configs"] == ["CONFIG_QFMT_V2=y\n# distro/7.3\n",

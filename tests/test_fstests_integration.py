@@ -40,7 +40,7 @@ DATA = TOP / "tests" / "data"
 CI_TESTS = ["generic/013", "generic/014", "generic/070", "generic/075", "generic/091",
             "generic/112", "generic/219"]
 # must pass, not be 'not run': the quota tests run only if the guest finds
-# its kernel's config (KCONFIG_PATH; before stop 27 all were not run)
+# its kernel's config (KCONFIG_PATH; without it all are not run)
 MUST_RUN = ["generic/219"]
 # the base kernel's results of these come from the CI run above (kept per
 # kernel image): only the faulty kernel boots

@@ -222,7 +222,7 @@ def harness_key(profile=None):
 # A report whose last entry check began but did not finish: the time
 # limit's SIGTERM reached check inside _xunit_make_testcase_report, after
 # it appended the entry's opening tag, and its exit handler closed the
-# report around the open entry (measured in stop 26).
+# report around the open entry (measured on a real run).
 OPEN_ENTRY_RE = re.compile(r'<testcase [^<>]*name="([^"]+)"[^<>]*>')
 CUT_FAILURE_RE = re.compile(r'<failure [^<>]*message="([^"]*)"')
 
@@ -365,7 +365,7 @@ WIPED = "no primary superblock (wiped by fstests)"
 # finds nothing wrong in the structure and exits 0, so "clean" alone would
 # hide that the kernel reported an error on the disk during the boot (on
 # 6.12, generic/113's direct I/O race makes ext2_fsync() call it on
-# TEST_DEV, measured in stop 28).  dumpe2fs -h gives the state.
+# TEST_DEV, measured).  dumpe2fs -h gives the state.
 FS_STATE_RE = re.compile(r"^Filesystem state:[ \t]*(\S.*?)[ \t]*$", re.M)
 
 
