@@ -582,7 +582,8 @@ def fake_world(tmp_path, monkeypatch):
 
     def fake_run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
                        prog=None, label="boot", extra_files=None, icount=False, kvm=False,
-                       follow=None):
+                       follow=None, every_slot=False):
+        assert every_slot       # no other guest beside a bench guest: it takes every slot
         world.icount.append(icount)
         world.kvm.append(kvm)
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
@@ -958,7 +959,8 @@ def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, mon
 
     def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
                   prog=None, label="boot", extra_files=None, icount=False, kvm=False,
-                  follow=None):
+                  follow=None, every_slot=False):
+        assert every_slot
         k = "A" if os.path.basename(kernel).startswith("a") else "B"
         boots.append(os.path.basename(kernel)[:1] + ("*" if "lockstat" in kernel else ""))
         lockstat = "lockstat_reset" in script.split('echo "BENCH-BEGIN')[1]

@@ -93,9 +93,12 @@ def test_all_pass_then_cached_then_forced(fake, capsys):
         assert set(r.split()[-7:-1]) <= {"pass", "n/a"} and r.split()[-6:-1] == ["pass"] * 5, r
         assert "(cached)" not in r
     assert fake.calls["build"] == fake.commits
-    # each check boots on a disk image of its own process (no two runs share one)
-    assert [b[2][0] for b in fake.calls["boot"]] == \
-        [str(fake.work / "images" / ("check-%d.img" % os.getpid()))] * 3
+    # each check boots on a disk image of its own (no two runs share one,
+    # nor two cells of one process)
+    disks = [b[2][0] for b in fake.calls["boot"]]
+    assert len(set(disks)) == 3
+    assert all(re.fullmatch(re.escape(str(fake.work / "images" / ("check-%d-" % os.getpid())))
+                            + r"[0-9a-f]{8}\.img", d) for d in disks), disks
     assert fake.calls["boot"][0][1] == "fsreport /mnt"
     assert fake.calls["boot"][0][3] == 900
 

@@ -1,4 +1,5 @@
-"""Many guests on one machine: the record stores take concurrent writers.
+"""Many guests on one machine: the record stores take concurrent writers,
+the guests take slots, each guest's files are its own.
 
 Two fstests shards of one group run at once on the same kernels (the same
 store in work/ and the same --record directory), with the fake guest of
@@ -9,12 +10,15 @@ atomic and each store's read-modify-write runs under its own lock."""
 import json
 import os
 import threading
+import time
 
 import pytest
 
 from test_fstests import pipeline, repo, run_main, stores   # noqa: F401 (the fixtures)
-from forkkit.core import records
-from forkkit.core.locks import DirLock
+from forkkit.core import locks, records
+from forkkit.core.errors import ForkError
+from forkkit.core.locks import DirLock, GuestSlots
+from forkkit.guest import initramfs, qemu
 from forkkit.verify import fstests_run as cmd_fstests
 
 
@@ -106,3 +110,102 @@ def test_dir_lock_excludes_a_second_holder(tmp_path):
     t.join(10)
     assert order == ["first", "second"]
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------------------------ guest slots
+
+def holders(n, every=()):
+    """Threads that each take guest slots (GuestSlots(every=i in every)),
+    hold them until released, and say when they have them."""
+    got = [threading.Event() for _ in range(n)]
+    release = [threading.Event() for _ in range(n)]
+
+    def hold(i):
+        with GuestSlots(every=i in every):
+            got[i].set()
+            release[i].wait(30)
+
+    threads = [threading.Thread(target=hold, args=(i,), daemon=True) for i in range(n)]
+    return threads, got, release
+
+
+def test_two_guests_run_at_two_slots_a_third_waits(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    monkeypatch.setattr(GuestSlots, "POLL", 0.02)
+    threads, got, release = holders(3)
+    threads[0].start()
+    threads[1].start()
+    assert got[0].wait(10) and got[1].wait(10)       # both at once
+    threads[2].start()
+    assert not got[2].wait(0.5)                      # no third slot
+    release[1].set()
+    assert got[2].wait(10)                           # the freed one
+    release[0].set()
+    release[2].set()
+    for t in threads:
+        t.join(10)
+    assert "waiting for a guest slot (one of 2" in capsys.readouterr().err
+
+
+def test_every_slot_waits_for_every_guest(tmp_path, monkeypatch):
+    """bench takes every slot: it starts when both running guests are done,
+    and no guest starts beside it."""
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    monkeypatch.setattr(GuestSlots, "POLL", 0.02)
+    threads, got, release = holders(4, every={2})
+    threads[0].start()
+    threads[1].start()
+    assert got[0].wait(10) and got[1].wait(10)
+    threads[2].start()
+    release[0].set()
+    assert not got[2].wait(0.5)                      # one guest still runs
+    release[1].set()
+    assert got[2].wait(10)
+    threads[3].start()
+    assert not got[3].wait(0.5)                      # nothing beside the bench
+    release[2].set()
+    assert got[3].wait(10)
+    release[3].set()
+    for t in threads:
+        t.join(10)
+
+
+def test_slot_count_follows_cores_and_memory(monkeypatch):
+    monkeypatch.delenv("FORK_GUEST_SLOTS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(locks, "memory_mb", lambda: 5000)
+    assert locks.guest_slot_count() == 2             # memory for two 2 GiB guests
+    monkeypatch.setattr(locks, "memory_mb", lambda: 64000)
+    assert locks.guest_slot_count() == 8             # two vCPUs each
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert locks.guest_slot_count() == 1             # at least one
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "3")
+    assert locks.guest_slot_count() == 3
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "many")
+    with pytest.raises(ForkError, match="FORK_GUEST_SLOTS=many: give a number"):
+        locks.guest_slot_count()
+
+
+def test_each_boot_has_its_own_initramfs(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    assert qemu.initrd_path() != qemu.initrd_path()
+
+
+def test_a_base_archive_another_run_may_read_is_not_deleted(kit, tmp_path):
+    """Two runs with other initramfs files (a bench's extra files): the
+    second's archive does not delete the first's, which the first may be
+    about to read; an archive unused for days is deleted."""
+    if not os.path.exists(initramfs.BUSYBOX):
+        pytest.skip("busybox-static not installed")
+    first = initramfs.base_archive()
+    extra = tmp_path / "extra"
+    extra.write_text("x\n")
+    second = initramfs.base_archive(extra_files={"/etc/extra": str(extra)})
+    assert second != first
+    assert os.path.exists(first) and os.path.exists(second)
+    stale = time.time() - initramfs.PRUNE_AGE - 60
+    os.utime(first, (stale, stale))
+    assert initramfs.base_archive(extra_files={"/etc/extra": str(extra)}) == second
+    assert not os.path.exists(first) and os.path.exists(second)

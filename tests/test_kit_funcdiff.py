@@ -233,7 +233,7 @@ def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     console = tmp_path / "base.console"
     import os
     console.write_text("\n".join([
-        "# qemu-system-x86_64 -kernel /w/%s.bzImage -initrd /w/initrd-%d.cpio -append x"
+        "# qemu-system-x86_64 -kernel /w/%s.bzImage -initrd /w/initrd-%d-1.cpio -append x"
         % ("a" * 64, os.getpid()),
         "FORK-GUEST-START 6.12 cpus=2",
         "[   20.000000] " + "=" * 66,

@@ -179,7 +179,7 @@ def qemu_line(image_sha256, pid=None):
     """The first line of a console as qemu.run_guest writes it."""
     import os
     return ("# /usr/bin/qemu-system-x86_64 -accel tcg -kernel /w/kernels/%s.bzImage "
-            "-initrd /w/tmp/initrd-%d.cpio -append 'console=ttyS0'"
+            "-initrd /w/tmp/initrd-%d-1.cpio -append 'console=ttyS0'"
             % (image_sha256, os.getpid() if pid is None else pid))
 
 

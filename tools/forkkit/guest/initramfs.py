@@ -9,12 +9,16 @@ import hashlib
 import os
 import stat
 import shutil
+import time
 
 from ..core.errors import ForkError
+from ..core.locks import Lock
 from ..core.paths import ensure_dir, repo_root, wpath
 from ..core.proc import run
 
 BUSYBOX = "/bin/busybox"
+# a base archive no boot has asked for in this long is deleted
+PRUNE_AGE = 2 * 24 * 3600
 
 
 class Cpio:
@@ -93,8 +97,34 @@ def base_archive(extra_files=None, log=None):
     key = h.hexdigest()[:16]
     cache = ensure_dir(wpath("initramfs"))
     path = os.path.join(cache, "base-%s.cpio" % key)
-    if os.path.exists(path):
-        return path
+    # Archives are kept by key: another process may be about to read one
+    # of another file set (a bench's extra files, an older ci/guest).  Each
+    # use marks it (mtime); only those unused for PRUNE_AGE are deleted,
+    # under the lock that every use takes.
+    with Lock("initramfs"):
+        if os.path.exists(path):
+            os.utime(path)
+        else:
+            _write_base(path, blobs)
+        _prune(cache, path)
+    return path
+
+
+def _prune(cache, keep):
+    now = time.time()
+    for old in os.listdir(cache):
+        p = os.path.join(cache, old)
+        if not old.startswith("base-") or p == keep:
+            continue
+        try:
+            if now - os.stat(p).st_mtime > PRUNE_AGE:
+                os.unlink(p)
+        except FileNotFoundError:
+            pass
+
+
+def _write_base(path, blobs):
+    """The base archive of `blobs` ({guest path: bytes}) at `path`."""
     c = Cpio()
     made = set()
     for d in ("bin", "sbin", "usr", "usr/bin", "usr/lib", "lib", "lib64", "dev",
@@ -112,14 +142,10 @@ def base_archive(extra_files=None, log=None):
                 c.dir(d)
                 made.add(d)
         c.file(name.lstrip("/"), blobs[name], 0o755)
-    tmp = path + ".tmp"
+    tmp = "%s.tmp-%d" % (path, os.getpid())
     with open(tmp, "wb") as fh:
         fh.write(c.bytes())
     os.replace(tmp, path)
-    for old in os.listdir(cache):
-        if old.startswith("base-") and old != os.path.basename(path):
-            os.unlink(os.path.join(cache, old))
-    return path
 
 
 def with_command(base, script, dest):

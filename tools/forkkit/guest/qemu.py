@@ -1,5 +1,5 @@
 """Booting a kernel in QEMU (TCG unless asked for KVM, always under a hard
-timeout, one guest at a time) with the busybox initramfs and a command, and
+timeout, in one of the machine's guest slots: core.locks.GuestSlots) with the busybox initramfs and a command, and
 reading the console: the command's exit status, its output, and every kernel
 report, quoted whole.  The verb's help (verbs/boot.py) describes it for the
 user.
@@ -9,11 +9,12 @@ import os
 import re
 import shlex
 import shutil
+import itertools
 import subprocess
 import time
 
 from ..core.errors import ForkError
-from ..core.locks import Lock
+from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import tail
@@ -101,6 +102,16 @@ BOOT_ARGS = {"kasan": KASAN_BOOT_ARGS, "kasan-inline": KASAN_BOOT_ARGS}
 # timings then count the work it did, not the host's load.
 ICOUNT_ARGS = ["-accel", "tcg,thread=single", "-icount", "shift=0,sleep=off", "-cpu", "max"]
 
+# each boot's initramfs is its own: initrd-<pid>-<n>.cpio (threads of one
+# process boot side by side too)
+_initrds = itertools.count(1)
+
+
+def initrd_path():
+    """A new initramfs path in work/tmp that no other boot uses."""
+    return os.path.join(ensure_dir(wpath("tmp")), "initrd-%d-%d.cpio"
+                        % (os.getpid(), next(_initrds)))
+
 
 def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="unsafe"):
     """The QEMU command line.  `cache` is the disks' cache mode: "unsafe"
@@ -164,8 +175,13 @@ def report_block(log, problem):
 
 def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
               log=None, prog=None, label="boot", extra_files=None, icount=False,
-              cache="unsafe", follow=None):
+              cache="unsafe", follow=None, every_slot=False):
     """Boot `kernel` with `script` as the guest command; return a BootResult.
+
+    The guest runs in one guest slot, or with `every_slot` in all of them
+    (no other guest on the machine while it runs: bench's timings).
+    Its console log and its initramfs are its own files, its disks the
+    caller's.
 
     `follow`, a console.Follower of `log`, runs while QEMU does: started
     just before it, stopped (having read the whole console) once it has
@@ -174,16 +190,14 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
     qemu_binary()   # before building the initramfs
     log = log or new_log(label)
     base = initramfs.base_archive(extra_files=extra_files, log=log + ".initramfs")
-    initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n",
-                                    os.path.join(ensure_dir(wpath("tmp")),
-                                                 "initrd-%d.cpio" % os.getpid()))
+    initrd = initramfs.with_command(base, "#!/bin/sh\n" + script + "\n", initrd_path())
     cmd = qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=icount, cache=cache)
     prog.say("booting %s with %s (timeout %ds, console log: %s)"
              % (os.path.basename(kernel), "KVM" if kvm else ("TCG icount" if icount else "TCG"),
                 timeout, log))
     t0 = time.monotonic()
     error = None
-    with Lock("guest"), open(log, "w") as fh:
+    with GuestSlots(every=every_slot), open(log, "w") as fh:
         fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
         fh.flush()
         if follow is not None:

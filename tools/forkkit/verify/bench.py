@@ -529,7 +529,8 @@ def run_bench(opts, prog=None, out=print):
             load_before = list(os.getloadavg())
             res = run_guest(kern["image"], script, disks, timeout=timeout, smp=smp, mem=MEM,
                             log=clog, prog=prog, label="bench-" + label, extra_files=extra,
-                            icount=mode == "icount", kvm=kvm, follow=watcher)
+                            icount=mode == "icount", kvm=kvm, follow=watcher,
+                            every_slot=True)    # no other guest beside the timings
             brec = {"index": n, "kernel": k, "flavour": flavour, "rep": rep,
                     "commit": kern["commit"], "rc": res.rc, "ok": res.ok,
                     "problems": res.problems[:5], "error": res.error,

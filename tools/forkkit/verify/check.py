@@ -5,6 +5,7 @@ as text and as markdown."""
 
 import json
 import os
+import re
 import shutil
 import time
 
@@ -164,7 +165,7 @@ def booted_here(console, image_sha256):
     except OSError:
         return False
     return first.startswith("# ") and ("/%s.bzImage " % image_sha256) in first \
-        and ("/initrd-%d.cpio " % os.getpid()) in first
+        and re.search(r"/initrd-%d-\d+\.cpio " % os.getpid(), first) is not None
 
 
 def add_evidence(row, test_key):

@@ -3,8 +3,8 @@ selection of tests, reading fstests' results (xunit result.xml, console)
 and the base-vs-series verdicts and reports.  fstests_run puts it together;
 fsroot.py makes the guest root.
 
-The guest is the kit's busybox initramfs (qemu.run_guest, one guest at a
-time under Lock("guest")); its command mounts the root image (/dev/vda,
+The guest is the kit's busybox initramfs (qemu.run_guest, in one of the
+machine's guest slots: core.locks.GuestSlots); its command mounts the root image (/dev/vda,
 ext4), chroots into it and runs fstests' ./check there with TEST_DEV
 /dev/vdb and SCRATCH_DEV /dev/vdc (mkfs.ext2 in the guest) and the results
 on /dev/vdd, which the host reads back with debugfs rdump.

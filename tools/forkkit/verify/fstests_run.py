@@ -105,7 +105,7 @@ def run_fstests(args):
         ", %d excluded" % len(excluded) if excluded else "", root["fstests_url"],
         root["fstests_commit"][:12],
         " + %d patches of ci/fstests/patches" % len(patched) if patched else ""))
-    # The series builds (build lock) while the base kernel boots (guest lock).
+    # The series builds (build lock) while the base kernel boots (a guest slot).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
     profile = fstests.make_profile(getattr(args, "block_size", None))

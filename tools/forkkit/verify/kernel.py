@@ -30,6 +30,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 
 from ..build import kconfig
 from ..build.kbuild import build
@@ -309,7 +310,8 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
                         "told apart; rebuild it (`tools/fork build --force`)" % image)
     cells = {"boot": "-", "test": "-", "e2fsck": "-", "counts": "-"}
     details = {}
-    disk = guesttests.image_path("%s-%d" % (label, os.getpid()))
+    # the disk is this run's own (cells of one process may run side by side)
+    disk = guesttests.image_path("%s-%d-%s" % (label, os.getpid(), uuid.uuid4().hex[:8]))
     guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs,
                           fs=spec.fs)
     boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
