@@ -9,6 +9,7 @@ atomic and each store's read-modify-write runs under its own lock."""
 
 import json
 import os
+import subprocess
 import threading
 import time
 
@@ -209,3 +210,48 @@ def test_a_base_archive_another_run_may_read_is_not_deleted(kit, tmp_path):
     os.utime(first, (stale, stale))
     assert initramfs.base_archive(extra_files={"/etc/extra": str(extra)}) == second
     assert not os.path.exists(first) and os.path.exists(second)
+
+
+# ------------------------------------------- the fstests root, copy-on-write
+
+def test_fstests_boots_share_the_root_through_their_own_overlays(pipeline, tmp_path,  # noqa: F811
+                                                                 monkeypatch):
+    """Each fstests boot gets a qcow2 overlay of its own (a real qemu-img),
+    backed by the read-only root image, which no boot writes; the guests
+    that run at once share no writable file."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    root = tmp_path / "root.img"
+    before = root.read_bytes()
+    seen = []
+    guest = cmd_fstests.run_guest
+
+    def look(kernel, script, disks, *a, **kw):
+        info = json.loads(subprocess.run(["qemu-img", "info", "--output=json", disks[0]],
+                                         capture_output=True, text=True, check=True).stdout)
+        seen.append((list(disks), info))
+        return guest(kernel, script, disks, *a, **kw)
+
+    monkeypatch.setattr(cmd_fstests, "run_guest", look)
+    assert run_main("generic/001") == 0
+    assert len(seen) == 2
+    for disks, info in seen:
+        assert disks[0].endswith("/root.qcow2") and info["format"] == "qcow2"
+        assert info["backing-filename"] == str(root)
+        assert info["backing-filename-format"] == "raw"
+        assert not os.path.exists(disks[0])              # removed after the boot
+    writable = [d for disks, _ in seen for d in disks]
+    assert len(set(writable)) == len(writable) and str(root) not in writable
+    assert not os.stat(root).st_mode & 0o222            # read-only
+    assert root.read_bytes() == before
+
+
+def test_qemu_is_told_each_disks_format(tmp_path, monkeypatch):
+    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-x86_64")
+    raw, cow = tmp_path / "test.img", tmp_path / "root.qcow2"
+    raw.write_bytes(b"\0" * 4096)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(raw),
+                    str(cow)], check=True)
+    cmd = qemu.qemu_cmd("bzImage", "initrd", [str(cow), str(raw)], 2, "2048", False, "")
+    drives = [cmd[i + 1] for i, c in enumerate(cmd) if c == "-drive"]
+    assert drives[0].startswith("file=%s,format=qcow2," % cow)
+    assert drives[1].startswith("file=%s,format=raw," % raw)

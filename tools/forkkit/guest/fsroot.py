@@ -7,8 +7,10 @@ from /dev/vda.  Cached by the hash of its inputs in $FORK_FSTESTS_ROOTS,
 by default ~/.cache/fork-kit/fstests-roots/ ($XDG_CACHE_HOME if set):
 outside work/, so that every clone of the repository on a machine (CI's
 fresh clone included) reuses one image instead of spending ~16 minutes
-on debootstrap and the fstests build.  Each boot copies the image, so
-the cached one is never written.
+on debootstrap and the fstests build.  The image is read-only: each
+boot writes a copy-on-write overlay of its own (qcow2 backed by the
+image, verify.fstests_run.root_overlay()), so guests that run at once
+share it and the cached one is never written.
 
 ci/fstests/source.conf names the fstests URL, commit and Debian suite;
 $FORK_FSTESTS_URL / $FORK_FSTESTS_COMMIT override them.
@@ -245,6 +247,7 @@ def build_root(inp, key, prog, log):
         os.unlink(tmp)
     run(["mke2fs", "-q", "-F", "-t", "ext4", "-L", "fstests-root", "-d", root, tmp,
          "%dM" % size_mb], log=log)
+    os.chmod(tmp, 0o444)
     os.replace(tmp, image)
     shutil.rmtree(root)
     info = {"image": image, "key": key, "inputs": inp, "fstests_url": url,

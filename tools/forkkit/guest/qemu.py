@@ -113,6 +113,12 @@ def initrd_path():
                         % (os.getpid(), next(_initrds)))
 
 
+def disk_format(path):
+    """A disk's format as QEMU is told it: qcow2 for a .qcow2 file (a
+    copy-on-write overlay, fstests' root), else raw."""
+    return "qcow2" if path.endswith(".qcow2") else "raw"
+
+
 def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="unsafe"):
     """The QEMU command line.  `cache` is the disks' cache mode: "unsafe"
     (a volatile write cache whose flushes QEMU ignores: fastest) or
@@ -132,7 +138,8 @@ def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="
     for d in disks:
         if not os.path.isfile(d):
             raise ForkError("disk image %s does not exist" % d)
-        cmd += ["-drive", "file=%s,format=raw,if=virtio,cache=%s" % (os.path.abspath(d), cache)]
+        cmd += ["-drive", "file=%s,format=%s,if=virtio,cache=%s"
+                % (os.path.abspath(d), disk_format(d), cache)]
     return cmd
 
 

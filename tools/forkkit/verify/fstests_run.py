@@ -93,6 +93,7 @@ def run_fstests(args):
     qemu_binary()
     for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
         which(prog_name, "e2fsprogs")
+    which("qemu-img", "qemu-utils")
     exclude = fstests.parse_exclude()
     log = new_log("fstests-root")
     root = fsroot.ensure_root(prog, log)
@@ -368,6 +369,18 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     return results
 
 
+def root_overlay(image, overlay):
+    """A copy-on-write overlay of the fstests root `image` at `overlay`
+    (qcow2, backed by the raw image): the guests that run at once share
+    the root, each writes only its own overlay.  The root is made
+    read-only, so that no guest writes it by mistake."""
+    mode = os.stat(image).st_mode
+    if mode & 0o222:
+        os.chmod(image, mode & ~0o222)
+    run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+         os.path.abspath(image), overlay])
+
+
 def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
          profile=None):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
@@ -379,9 +392,10 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
                         % (kernel, config))
     bdir = ensure_dir(os.path.join(store, "boot-%d" % n))
     disks = {d: os.path.join(bdir, d + ".img") for d in ("root", "test", "scratch", "results")}
+    disks["root"] = os.path.join(bdir, "root.qcow2")
     stage = tempfile.mkdtemp(prefix="fstests-results-disk-", dir=ensure_dir(wpath("tmp")))
     try:
-        run(["cp", "--sparse=always", root["image"], disks["root"]])
+        root_overlay(root["image"], disks["root"])
         for d in ("test", "scratch", "results"):
             with open(disks[d], "wb") as fh:
                 fh.truncate(fstests.DISK_MB[d] << 20)
