@@ -1,0 +1,73 @@
+"""The KVM probe (guest/accel.py) with a fake guest: once per QEMU and
+host kernel, TCG when the guest does not answer or nothing is built, one
+line that says which."""
+
+import json
+import types
+
+import pytest
+
+from forkkit.core.progress import Progress
+from forkkit.guest import accel
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    here = {"qemu": "QEMU emulator version 7.2.22", "host_kernel": "6.1.0-test"}
+    monkeypatch.setattr(accel, "machine", lambda: dict(here))
+    monkeypatch.setattr(accel.os, "access", lambda path, mode: True)
+    store = tmp_path / "kernels"
+    store.mkdir()
+    boots = []
+
+    def boot(kernel, script, answer):
+        def run(k, s, timeout, smp, mem, kvm, label):
+            boots.append((k, s, timeout, kvm))
+            if answer:
+                return types.SimpleNamespace(rc=0, output=[accel.PROBE_LINE], seconds=2.0,
+                                             error=None)
+            return types.SimpleNamespace(rc=255, output=[], seconds=timeout,
+                                         error="guest timed out after %ds" % timeout)
+        return run
+    return types.SimpleNamespace(store=store, here=here, boots=boots, boot=boot)
+
+
+def test_no_image_is_tcg_not_probed(machine, capsys):
+    assert accel.choose(str(machine.store), machine.boot(None, None, True),
+                        Progress("t")) == "tcg"
+    assert "accelerator: TCG (KVM not probed: no kernel image built yet)" in \
+        capsys.readouterr().err
+    assert machine.boots == []
+
+
+def test_a_hanging_guest_gives_tcg_and_is_probed_once(machine, capsys):
+    (machine.store / "big.bzImage").write_bytes(b"x" * 200)
+    (machine.store / "small.bzImage").write_bytes(b"x" * 100)
+    hang = machine.boot(None, None, False)
+    assert accel.choose(str(machine.store), hang, Progress("t")) == "tcg"
+    assert accel.choose(str(machine.store), hang, Progress("t")) == "tcg"
+    assert len(machine.boots) == 1                       # once per machine
+    kernel, script, timeout, kvm = machine.boots[0]
+    assert kernel.endswith("/small.bzImage") and kvm and timeout == accel.PROBE_TIMEOUT
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].endswith("accelerator: TCG (KVM probe on 6.1.0-test: a guest under "
+                            "-accel kvm did not answer in %ds)" % accel.PROBE_TIMEOUT)
+    kept = json.load(open(accel.probe_path()))
+    assert kept["kvm"] is False and kept["qemu"] == machine.here["qemu"]
+    # another QEMU: probed again, and here it answers
+    machine.here["qemu"] = "QEMU emulator version 8.2.0"
+    assert accel.choose(str(machine.store), machine.boot(None, None, True),
+                        Progress("t")) == "kvm"
+    assert len(machine.boots) == 2
+    assert "accelerator: KVM (KVM probe on 6.1.0-test: a guest under -accel kvm answered" \
+        in capsys.readouterr().err
+
+
+def test_without_dev_kvm_no_guest_boots(machine, monkeypatch):
+    (machine.store / "a.bzImage").write_bytes(b"x")
+    monkeypatch.setattr(accel.os, "access", lambda path, mode: False)
+    assert accel.choose(str(machine.store), machine.boot(None, None, True),
+                        Progress("t")) == "tcg"
+    assert machine.boots == []
+    assert "not accessible" in json.load(open(accel.probe_path()))["why"]

@@ -1,0 +1,91 @@
+"""Which accelerator the check and fstests guests use: KVM where a probe
+showed that it works on this machine, TCG everywhere else.
+
+/dev/kvm existing says little: on some machines it is there but a guest
+under `-accel kvm` hangs before its first console line.  So KVM is
+probed once per machine: the smallest kernel image of the store boots
+under `-accel kvm` with a short timeout and must print PROBE_LINE.  The
+answer is kept in work/accel/kvm-probe.json with the QEMU version and the
+host kernel it was probed on; another QEMU or host kernel probes again.
+Without a built image there is nothing to probe with: TCG, "not probed".
+bench never asks: its icount mode is TCG's, and KVM is its own option.
+"""
+
+import os
+import platform
+import shutil
+import subprocess
+
+from ..core.paths import wpath
+from ..core.records import read_json, write_json
+
+PROBE_LINE = "FORK-KVM-PROBE-OK"
+PROBE_TIMEOUT = 60
+
+
+def probe_path():
+    return wpath("accel", "kvm-probe.json")
+
+
+def qemu_version():
+    """QEMU's version line, or None when it is not installed."""
+    path = shutil.which("qemu-system-x86_64")
+    if not path:
+        return None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.splitlines()[0].strip() if out.strip() else None
+
+
+def machine():
+    """What a probe's answer holds for: this QEMU on this host kernel."""
+    return {"qemu": qemu_version(), "host_kernel": platform.release()}
+
+
+def smallest_image(store):
+    """The smallest bzImage in the image store `store`, or None."""
+    try:
+        names = [n for n in os.listdir(store) if n.endswith(".bzImage")]
+    except FileNotFoundError:
+        return None
+    paths = [os.path.join(store, n) for n in names]
+    return min(paths, key=lambda p: (os.path.getsize(p), p)) if paths else None
+
+
+def probe(kernel, boot, timeout=PROBE_TIMEOUT):
+    """Boot `kernel` under KVM with `boot` (guest.qemu.run_guest's
+    signature: it takes a guest slot); returns (works, why)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm is missing or not accessible"
+    res = boot(kernel, "echo %s" % PROBE_LINE, timeout=timeout, smp=1, mem="512", kvm=True,
+               label="kvm-probe")
+    if any(PROBE_LINE in line for line in res.output) and res.rc == 0:
+        return True, "a guest under -accel kvm answered in %.0fs" % res.seconds
+    return False, "a guest under -accel kvm did not answer in %ds" % timeout \
+        if res.error and "timed out" in res.error else \
+        "a guest under -accel kvm failed (exit %s)" % res.rc
+
+
+def choose(store, boot, prog):
+    """"kvm" or "tcg" for the check and fstests guests; says which, in one
+    line, and why.  Probes at most once per QEMU and host kernel."""
+    here = machine()
+    path = probe_path()
+    known = read_json(path, None)
+    if not (isinstance(known, dict) and all(known.get(k) == v for k, v in here.items())
+            and isinstance(known.get("kvm"), bool)):
+        kernel = smallest_image(store)
+        if kernel is None:
+            prog.say("accelerator: TCG (KVM not probed: no kernel image built yet)")
+            return "tcg"
+        works, why = probe(kernel, boot)
+        known = dict(here, kvm=works, why=why, image=os.path.basename(kernel))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_json(path, known)
+    accel = "kvm" if known["kvm"] else "tcg"
+    prog.say("accelerator: %s (KVM probe on %s: %s)" % (accel.upper(), known["host_kernel"],
+                                                        known["why"]))
+    return accel
