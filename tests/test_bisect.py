@@ -229,7 +229,8 @@ def step_env(tree, monkeypatch):
         return Built()
 
     def fake_guest(kernel, script, disks, timeout=600, prog=None, log=None, label="",
-                   append="", cache="unsafe"):
+                   append="", cache="unsafe", kvm=False):
+        assert not kvm          # no image in the store: KVM not probed, TCG
         calls.append(("boot", kernel, script, tuple(disks), timeout))
         boot = calls_mode.get("boot", Boot(output=["RESULT prog=fsreport bfree=1 ffree=2"]))
         boot.log = log

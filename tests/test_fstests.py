@@ -544,7 +544,8 @@ def pipeline(tmp_path, monkeypatch, repo):
     state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
              "error_flag": set()}
 
-    def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None):
+    def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None, kvm=False):
+        assert not kvm          # no image in the store: KVM not probed, TCG
         tests = script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
         state["boots"].append((os.path.basename(kernel), tests))
         # what the guest's KCONFIG_PATH reads: the results disk as the host made it

@@ -7,8 +7,10 @@ import types
 
 import pytest
 
+from test_fstests import pipeline, repo, run_main, stores   # noqa: F401 (the fixtures)
 from forkkit.core.progress import Progress
 from forkkit.guest import accel
+from forkkit.verify import fstests_run as cmd_fstests
 
 
 @pytest.fixture
@@ -71,3 +73,27 @@ def test_without_dev_kvm_no_guest_boots(machine, monkeypatch):
                         Progress("t")) == "tcg"
     assert machine.boots == []
     assert "not accessible" in json.load(open(accel.probe_path()))["why"]
+
+
+def test_fstests_boots_name_their_accelerator(pipeline, tmp_path, monkeypatch):  # noqa: F811
+    """The fstests guests run under what the probe chose and every boot's
+    record names it; without a built image that is TCG."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    rec = tmp_path / "rec"
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    for d in stores(rec):
+        assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == ["tcg"]
+    asked = []
+    guest = cmd_fstests.run_guest
+
+    def under(*a, kvm=False, **kw):
+        asked.append(kvm)
+        return guest(*a, **kw)
+
+    monkeypatch.setattr(cmd_fstests, "run_guest", under)
+    monkeypatch.setattr(accel, "choose_once", lambda store, boot, prog: "kvm")
+    assert run_main("generic/002", "--record", str(rec)) == 0
+    assert asked == [True, True]
+    for d in stores(rec):
+        assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == \
+            ["tcg", "kvm"]

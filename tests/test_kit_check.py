@@ -177,6 +177,7 @@ def test_json_output(fake, capsys, tmp_path):
     rows = json.loads(path.read_text())
     assert [r["commit"] for r in rows] == [fake.commits[1]]
     assert rows[0]["passed"] is True
+    assert rows[0]["accel"] == "tcg"        # the row names its accelerator (guest/accel.py)
     assert rows[0]["results"] == [{"prog": "fsreport", "bfree": rows[0]["results"][0]["bfree"],
                                    "ffree": rows[0]["results"][0]["ffree"]}]
 

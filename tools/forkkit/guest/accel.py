@@ -89,3 +89,14 @@ def choose(store, boot, prog):
     prog.say("accelerator: %s (KVM probe on %s: %s)" % (accel.upper(), known["host_kernel"],
                                                         known["why"]))
     return accel
+
+
+_chosen = {}
+
+
+def choose_once(store, boot, prog):
+    """choose(), asked once per process (and work directory)."""
+    key = probe_path()
+    if key not in _chosen:
+        _chosen[key] = choose(store, boot, prog)
+    return _chosen[key]

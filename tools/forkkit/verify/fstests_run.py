@@ -12,14 +12,14 @@ import threading
 import time
 import uuid
 
-from ..build.kbuild import build
+from ..build.kbuild import build, kernels_dir
 from ..core.errors import ForkError
 from ..core.locks import DirLock
 from ..core.paths import check_output_path, ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..core.records import read_json, write_json
-from ..guest import fsroot
+from ..guest import accel, fsroot
 from ..guest.console import Follower
 from ..guest.qemu import failure_message, qemu_binary, run_guest
 from ..repo.git import rev_parse
@@ -108,6 +108,8 @@ def run_fstests(args):
         " + %d patches of ci/fstests/patches" % len(patched) if patched else ""))
     # The series builds (build lock) while the base kernel boots (a guest slot).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
+    # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
+    guest_accel = accel.choose_once(kernels_dir(), run_guest, prog)
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
     profile = fstests.make_profile(getattr(args, "block_size", None))
     profile_key = fstests.profile_key(profile)
@@ -124,7 +126,7 @@ def run_fstests(args):
             "root_key": root["key"], "suite": root["inputs"]["suite"],
             "fstests_patches": patched, "record": args.record, "root_packages": packages,
             "profile": profile, "tests": chosen, "excluded": excluded,
-            "run_dir": rundir}
+            "run_dir": rundir, "accel": guest_accel}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
         fh.write(command + "\n")
     prog.say("run directory %s" % rundir)
@@ -178,7 +180,7 @@ def run_fstests(args):
                 info = boot(side, img.image, todo, budget, store, root, prog,
                             len(chosen) - len(todo), len(chosen),
                             next_boot(store, read_json(bpath, []), recdir),
-                            img.config, profile)
+                            img.config, profile, guest_accel)
                 info["commit"] = commits[n]
                 results[side] = add_boot(store, recdir, ident, info)
                 if recdir:
@@ -382,7 +384,7 @@ def root_overlay(image, overlay):
 
 
 def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
-         profile=None):
+         profile=None, guest_accel="tcg"):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
     returns the boot's record.  Its console log, results tree and e2fsck
     output go to store/boot-<n>."""
@@ -416,7 +418,8 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
         res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
                                                              "results")],
                         timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
-                        follow=TestFollower(log, side, done, total, prog))
+                        follow=TestFollower(log, side, done, total, prog),
+                        kvm=guest_accel == "kvm")
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
             for d in ("test", "scratch"):
@@ -464,5 +467,5 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
-            "kernel_config": config_sha,
+            "kernel_config": config_sha, "accel": guest_accel,
             "xunit": xml if os.path.exists(xml) else None, "records": records}

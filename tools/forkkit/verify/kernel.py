@@ -33,13 +33,13 @@ import time
 import uuid
 
 from ..build import kconfig
-from ..build.kbuild import build
+from ..build.kbuild import build, kernels_dir
 from ..build.kconfig import KMEMLEAK_FLAVOURS
 from ..core.errors import ForkError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
 from ..core.records import write_json
-from ..guest import guesttests, reports
+from ..guest import accel, guesttests, reports
 from ..guest.qemu import BOOT_ARGS, failure_message, run_guest
 from ..repo.funcdiff import ALL, with_tail_calls
 from ..repo.git import git
@@ -314,9 +314,11 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     disk = guesttests.image_path("%s-%d-%s" % (label, os.getpid(), uuid.uuid4().hex[:8]))
     guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs,
                           fs=spec.fs)
+    # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
+    guest_accel = accel.choose_once(kernels_dir(), run_guest, prog)
     boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
                      log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
-                     cache=spec.cache)
+                     cache=spec.cache, kvm=guest_accel == "kvm")
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
@@ -389,6 +391,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     only_reports = keys and started and boot.error is None and boot.rc == 0 and not missing \
         and all(cells[c] in ("pass", "n/a") for c in ("e2fsck", "counts"))
     return {"cells": cells, "details": details, "results": results, "reports": judged,
+            "accel": guest_accel,
             "excuse": keys if only_reports else None}
 
 
@@ -433,6 +436,7 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
         row["details"].update(out["details"])
         row["results"] = out["results"]
         row["reports"] = out["reports"]
+        row["accel"] = out["accel"]         # the accelerator its guest ran under
         excuse = out.get("excuse")
     row["seconds"] = round(time.monotonic() - t0, 1)
     row["passed"] = cells_pass(row["cells"])
