@@ -498,7 +498,7 @@ def test_check_commit_adds_the_build_tail_calls(monkeypatch, tmp_path):
                  flavour="base", changed=None):
         seen.append(changed)
         return {"cells": {"boot": "pass", "test": "pass", "e2fsck": "pass", "counts": "pass"},
-                "details": {}, "results": [], "reports": []}
+                "details": {}, "results": [], "reports": [], "accel": "tcg"}
     monkeypatch.setattr(kernel, "run_test", run_test)
     for calls, want in (({"ext2_unlink": ["ext2_helper"], "ext2_helper": ["ext2_put"]},
                          ["ext2_helper", "ext2_put", "ext2_unlink"]),
