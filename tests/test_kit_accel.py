@@ -8,6 +8,7 @@ import types
 import pytest
 
 from test_fstests import pipeline, repo, run_main, stores   # noqa: F401 (the fixtures)
+from forkkit.core.errors import ForkError
 from forkkit.core.progress import Progress
 from forkkit.guest import accel
 from forkkit.verify import fstests_run as cmd_fstests
@@ -16,6 +17,7 @@ from forkkit.verify import fstests_run as cmd_fstests
 @pytest.fixture
 def machine(tmp_path, monkeypatch):
     monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("FORK_ACCEL", "auto")
     here = {"qemu": "QEMU emulator version 7.2.22", "host_kernel": "6.1.0-test"}
     monkeypatch.setattr(accel, "machine", lambda: dict(here))
     monkeypatch.setattr(accel.os, "access", lambda path, mode: True)
@@ -33,6 +35,23 @@ def machine(tmp_path, monkeypatch):
                                          error="guest timed out after %ds" % timeout)
         return run
     return types.SimpleNamespace(store=store, here=here, boots=boots, boot=boot)
+
+
+def test_tcg_unless_asked_even_where_a_probe_would_answer(machine, monkeypatch, capsys):
+    """A tiny guest can answer under KVM on a host whose real guests hang:
+    without FORK_ACCEL nothing is probed and the guests run under TCG."""
+    (machine.store / "a.bzImage").write_bytes(b"x")
+    answers = machine.boot(None, None, True)
+    monkeypatch.delenv("FORK_ACCEL")
+    assert accel.choose(str(machine.store), answers, Progress("t")) == "tcg"
+    assert machine.boots == []
+    assert "accelerator: TCG (FORK_ACCEL=auto probes KVM" in capsys.readouterr().err
+    monkeypatch.setenv("FORK_ACCEL", "kvm")
+    assert accel.choose(str(machine.store), answers, Progress("t")) == "kvm"
+    assert machine.boots == []
+    monkeypatch.setenv("FORK_ACCEL", "fast")
+    with pytest.raises(ForkError, match="FORK_ACCEL=fast: give one of tcg, auto, kvm"):
+        accel.choose(str(machine.store), answers, Progress("t"))
 
 
 def test_no_image_is_tcg_not_probed(machine, capsys):

@@ -1,5 +1,9 @@
-"""Which accelerator the check and fstests guests use: KVM where a probe
-showed that it works on this machine, TCG everywhere else.
+"""Which accelerator the check and fstests guests use: TCG unless asked
+($FORK_ACCEL=kvm, or =auto for KVM where a probe showed that it works on
+this machine).  TCG is the default because a probe can be fooled: a tiny
+guest may answer under KVM on a host where the real guests (2 vCPUs,
+virtio disks under I/O) hang, and every cell would then wait out its
+timeout and stay failed on record.
 
 /dev/kvm existing says little: on some machines it is there but a guest
 under `-accel kvm` hangs before its first console line.  So KVM is
@@ -69,9 +73,29 @@ def probe(kernel, boot, timeout=PROBE_TIMEOUT):
         "a guest under -accel kvm failed (exit %s)" % res.rc
 
 
+ACCEL_CHOICES = ("tcg", "auto", "kvm")
+
+
+def wanted():
+    """$FORK_ACCEL: tcg (default), auto (probe) or kvm (no probe)."""
+    want = os.environ.get("FORK_ACCEL", "tcg").strip().lower() or "tcg"
+    if want not in ACCEL_CHOICES:
+        from ..core.errors import ForkError
+        raise ForkError("FORK_ACCEL=%s: give one of %s" % (want, ", ".join(ACCEL_CHOICES)))
+    return want
+
+
 def choose(store, boot, prog):
     """"kvm" or "tcg" for the check and fstests guests; says which, in one
-    line, and why.  Probes at most once per QEMU and host kernel."""
+    line, and why.  TCG unless $FORK_ACCEL asks for KVM; with auto, probes
+    at most once per QEMU and host kernel."""
+    want = wanted()
+    if want == "tcg":
+        prog.say("accelerator: TCG (FORK_ACCEL=auto probes KVM, FORK_ACCEL=kvm uses it)")
+        return "tcg"
+    if want == "kvm":
+        prog.say("accelerator: KVM (FORK_ACCEL=kvm, not probed)")
+        return "kvm"
     here = machine()
     path = probe_path()
     known = read_json(path, None)
