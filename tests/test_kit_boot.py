@@ -371,3 +371,39 @@ def test_boot_passes_the_flavour_boot_arguments_before_the_users(tmp_path, monke
     assert verb.main(args("base", "")) in (0, None)
     assert seen[0].split() == ["kasan_multi_shot", "acpi=noirq", "loglevel=8"]
     assert seen[1] == ""
+
+
+def test_an_interrupted_guest_does_not_outlive_its_slot(tmp_path, monkeypatch):
+    """Ctrl-C (or any error) while QEMU runs: run_guest kills QEMU before
+    it gives the guest slot back, and removes the guest's initramfs."""
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    pidfile = tmp_path / "qemu.pid"
+    (bindir / "qemu-system-x86_64").write_text(
+        "#!/bin/sh\necho $$ > %s\nexec sleep 60\n" % pidfile)
+    (bindir / "qemu-system-x86_64").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    base = tmp_path / "base.cpio"
+    base.write_bytes(b"\0" * 512)
+    monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
+    real_wait = subprocess.Popen.wait
+
+    def interrupted(self, timeout=None):
+        if timeout is not None:
+            for _ in range(100):
+                if pidfile.exists() and pidfile.read_text().strip():
+                    break
+                real_wait(self, 0.05) if self.poll() is not None else __import__("time").sleep(0.05)
+            raise KeyboardInterrupt
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cmd_boot.run_guest(str(tmp_path / "bzImage"), "true", log=str(tmp_path / "c.log"),
+                           timeout=30)
+    pid = int(pidfile.read_text())
+    alive = os.path.exists("/proc/%d" % pid) and \
+        open("/proc/%d/stat" % pid).read().split()[2] != "Z"
+    assert not alive, "QEMU (pid %d) still runs after the interrupted run_guest" % pid
+    assert not [n for n in os.listdir(tmp_path / "work" / "tmp") if n.startswith("initrd")]

@@ -204,29 +204,39 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
                 timeout, log))
     t0 = time.monotonic()
     error = None
-    with GuestSlots(every=every_slot), open(log, "w") as fh:
-        fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
-        fh.flush()
-        if follow is not None:
-            follow.start()
-        try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
-                                    stderr=subprocess.STDOUT)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
-                    timeout, log, tail(log, 8))
-        finally:
-            if follow is not None:
-                follow.stop()
-    secs = time.monotonic() - t0
     try:
-        os.unlink(initrd)
-    except OSError:
-        pass
+        with GuestSlots(every=every_slot), open(log, "w") as fh:
+            fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
+            fh.flush()
+            if follow is not None:
+                follow.start()
+            proc = None
+            try:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
+                                        stderr=subprocess.STDOUT)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
+                        timeout, log, tail(log, 8))
+            except BaseException:
+                # Ctrl-C or an error while the guest runs: no QEMU outlives
+                # the slot it was given
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                raise
+            finally:
+                if follow is not None:
+                    follow.stop()
+    finally:
+        try:
+            os.unlink(initrd)
+        except OSError:
+            pass
+    secs = time.monotonic() - t0
     rc, problems = scan(log)
     if error is None and rc is None:
         error = "guest stopped without reporting an exit status (qemu exit %s; console log: %s)" \
