@@ -1,20 +1,9 @@
-"""The branches of a stored series: one stacked topic branch per patch.
-
-``topic/<name>`` (``backport/<ver>/<name>`` for a backport) is the previous
-topic plus its one patch; ``series/<ver>`` is the top.  Commits are made
-without touching any work tree (``git apply --cached`` into a scratch index)
-and with the patch's author and date as committer, so the same series gives
-the same commit ids anywhere.
-
-A branch is only moved when everything on it is either what this command laid
-out last time or a commit that is in the stored series (same patch-id).
-Anything else is refused with the commits named, and nothing changes.
-
-The stored files a series branch was laid out from (the series file and
-its patches) are recorded as a git tree under ``refs/fork/stored/series/<ver>``:
-``save`` compares them with the files in the repository, so that it never
-writes a stale branch over a patch that changed since (a commit, a pull).
-"""
+"""Laying out a stored series as stacked topic branches (lay_out) without
+a work tree, and the refs that record what was laid out: refs/fork/laid/
+(the commits, so that a later lay-out moves only its own), refs/fork/prev/
+and refs/fork/stored/series/<ver> (the stored files, for save).  What the
+branches are and when one is moved: the branches verb's help
+(verbs/branches.py)."""
 
 import os
 import shutil

@@ -750,6 +750,13 @@ def targets(rows, samples, lockstat=None):
     def add(name, reached, detail):
         out.append({"target": name, "reached": reached, "detail": detail})
 
+    def no_loss(workload):
+        """The workload's ext2 points, each judged by its interval."""
+        judged = [r for r in rows if r["workload"] == workload and r["fs"] == "ext2"]
+        name = "%s: no ext2 point loses more than %d%% (95%% interval of B/A)" % (
+            workload, MARGIN * 100)
+        add(name, *(_holds_all(judged) if judged else (None, "not measured")))
+
     # statfs
     def statfs_target(name, ratio_fn, ok_fn, fmt):
         vals, oks = [], []
@@ -792,12 +799,7 @@ def targets(rows, samples, lockstat=None):
         all(oks) if oks else None, "; ".join(vals) or "not measured")
 
     # seed
-    seed_rows = [r for r in rows if r["workload"] == "seed" and r["fs"] == "ext2"]
-    name = "seed: no ext2 point loses more than %d%% (95%% interval of B/A)" % (MARGIN * 100)
-    if not seed_rows:
-        add(name, None, "not measured")
-    else:
-        add(name, *_holds_all(seed_rows))
+    no_loss("seed")
     vals, oks = [], []
     for n in SEED_BLOCKS:
         b1 = _med(_row(rows, "seed", "ext2", n=n, tasks=1), "B")
@@ -812,12 +814,7 @@ def targets(rows, samples, lockstat=None):
         all(oks) if oks else None, "; ".join(vals) or "not measured")
 
     # inode
-    inode_rows = [r for r in rows if r["workload"] == "inode" and r["fs"] == "ext2"]
-    name = "inode: no ext2 point loses more than %d%% (95%% interval of B/A)" % (MARGIN * 100)
-    if not inode_rows:
-        add(name, None, "not measured")
-    else:
-        add(name, *_holds_all(inode_rows))
+    no_loss("inode")
 
     # the A/A control
     name = ("control: the A/A interval (C/A) is within %d%% at every ext2 seed and statfs "
