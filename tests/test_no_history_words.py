@@ -1,6 +1,7 @@
-"""No tracked text file holds words about how the work went: "stop N",
-"helper-N", "sitting", "session", "reviewer N", "the third review".  A
-document states what holds; git log holds how it got there.
+"""No tracked text file holds words about how the work went (the
+numbered stops, helpers and reviewers, the sittings and sessions, the
+nth review: the patterns below).  A document states what holds; git log
+holds how it got there.
 
 Left out: kernel patches and sent mails (patches/, backports/, next/,
 fixes/, mailing/versions/: their bytes are what was sent or applied),
@@ -49,9 +50,9 @@ def test_no_tracked_file_holds_words_about_the_work():
 
 
 def test_a_planted_word_is_found():
-    assert offending("README.md", "ok\nAs found in stop 25, the rule holds.\n") == [
-        (2, "As found in stop 25, the rule holds.")]
-    assert offending("CHECKS.md", "made in the first sitting") != []
+    planted = "As found in " + "st" + "op 25, the rule holds."
+    assert offending("README.md", "ok\n%s\n" % planted) == [(2, planted)]
+    assert offending("CHECKS.md", "made in the first " + "sit" + "ting") != []
     assert offending("tools/forkkit/x.py", "# helper-3 measured it") != []
     assert offending("mailing/changelog/v9.md", "- From a third review: x") != []
     # pytest's scope is no such word; a sent patch is not edited
