@@ -62,6 +62,11 @@ def test_a_reworded_series_carries_every_row(fake, capsys, monkeypatch):
     old_dir = checked(fake, capsys, ("base", "smoke"), ("debug", "smoke"))
     built = len(fake.calls["build"])
     assert built == 6
+    # a table written before runs were kept: each row is its own one run
+    older = read(fake, old_dir + "/debug-smoke.json")
+    for r in older:
+        del r["runs"]
+    (fake.repo / old_dir / "debug-smoke.json").write_text(json.dumps(older))
     new = reword(fake)
     assert [fake.rev(c + "^{tree}") for c in new] == \
         [fake.rev(c + "^{tree}") for c in fake.commits]
@@ -143,6 +148,9 @@ def test_a_row_that_maps_to_no_commit_is_refused(fake, capsys):
     assert rc == 1 and len(err.strip().splitlines()) == 1, err
     assert "row of commit %s" % fake.commits[0][:12] in err and "no commit of" in err
     assert not (fake.repo / "records" / "checks" / "9.9" / new[-1][:12]).exists()
+    # carry runs nothing but checkpatch and writes its own tables
+    rc, out, err = run(capsys, "--carry", old_dir, "--force")
+    assert rc == 1 and "leave out --force" in err and len(err.strip().splitlines()) == 1, err
     # and what is not a check directory is named
     for bad in ("records/checks/9.9/nope", "patches", old_dir + "/../../"):
         rc, out, err = run(capsys, "--carry", bad)
