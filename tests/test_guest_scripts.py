@@ -12,11 +12,13 @@ here, in the same commit.
 
 import hashlib
 import itertools
+import shutil
 from pathlib import Path
 
 import pytest
 
-from forkkit.guest import guesttests
+from forkkit.core.errors import ForkError
+from forkkit.guest import guesttests, scripts
 from forkkit.verify import benchlib, frag
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,3 +104,136 @@ def test_bench_renders_every_script_of_the_grid_as_before():
                             grid.update(bench_script(quick, mode, wls, lockstat, runs).encode()
                                         + b"\0")
     assert grid.hexdigest() == BENCH_GRID
+
+
+# ---------------------------------------------------------------------------
+# the templates: every script is a file, named by the table, used
+
+SCRIPTS = REPO / "ci" / "guest" / "scripts"
+
+
+def test_every_guest_test_names_a_template_of_ci_guest_scripts():
+    for name, entry in guesttests.TESTS.items():
+        assert scripts.NAME.fullmatch(entry[2]) and (SCRIPTS / entry[2]).is_file(), name
+
+
+def test_every_template_is_used_and_described():
+    used = set()
+    for name in guesttests.TESTS:
+        used.update(guesttests.render(name)[1])
+    used.add(frag.SCRIPT_FILE)
+    used.update(scripts.render(benchlib.SCRIPT_FILE, {"LOADFILE": "x", "POINTS": 0,
+                                                      "LINES": []})[1])
+    assert sorted(p.name for p in SCRIPTS.glob("*.sh")) == sorted(used)
+    readme = (SCRIPTS / "README.md").read_text()
+    assert [f for f in sorted(used) if "`%s`" % f not in readme] == []
+
+
+# ---------------------------------------------------------------------------
+# render(): what is replaced, and what is refused
+
+@pytest.fixture
+def tmpl(tmp_path, monkeypatch):
+    """A project repository of its own: write(name, text) adds a template."""
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    d = tmp_path / "ci" / "guest" / "scripts"
+    d.mkdir(parents=True)
+
+    def write(name, text):
+        (d / name).write_text(text)
+    return write
+
+
+def test_render_fills_placeholders_lists_and_includes(tmpl):
+    tmpl("lib.sh", "f() { echo @WHO@; }\n")
+    tmpl("t.sh", "set -e\n@include lib.sh@\nmount @OPTS@ /dev/vda /mnt\n@REPORT@\n"
+                 "@CMDS@\necho n=@N@ @N@\n@NONE@\nend\n")
+    text, files = scripts.render("t.sh", {"WHO": "me", "OPTS": "-t ext2", "REPORT": "",
+                                          "CMDS": ["a", "b c"], "N": 3, "NONE": []})
+    assert text == ("set -e\nf() { echo me; }\nmount -t ext2 /dev/vda /mnt\n\n"
+                    "a\nb c\necho n=3 3\nend\n")
+    assert files == ["t.sh", "lib.sh"]
+    # no placeholder, no parameter: the file as it is, byte for byte
+    tmpl("plain.sh", "echo 'a@b' \\n %s %%s\n")
+    assert scripts.render("plain.sh") == ("echo 'a@b' \\n %s %%s\n", ["plain.sh"])
+
+
+@pytest.mark.parametrize("text,params,error", [
+    ("echo @X@\n", {}, r"t.sh: @X@ has no value: give the parameter X"),
+    ("echo\n", {"X": "1"}, r"t.sh: no @X@ in t.sh: drop the parameter or use it"),
+    ("echo @X@\n", {"X": ["a"]}, r"@X@ is a list of lines: put it alone on its line"),
+    ("echo @X@\n", {"X": None}, r"parameter X is None: give a text, a number or a list"),
+    ("echo @x@\n", {"x": "1"}, r"parameter 'x' is not a NAME of capitals"),
+    ("@include gone.sh@\n", {}, r"ci/guest/scripts/gone.sh is missing in .*: restore it from "
+                                r"git \(git checkout -- ci/guest/scripts/gone.sh\)"),
+    ("@include t.sh@\n", {}, r"guest script t.sh includes itself \(t.sh -> t.sh\)"),
+])
+def test_render_refuses_in_one_line(tmpl, text, params, error):
+    tmpl("t.sh", text)
+    with pytest.raises(ForkError, match=error):
+        scripts.render("t.sh", params)
+
+
+def test_render_reads_only_a_file_of_the_directory(tmpl):
+    for name in ("../init", "t", "/etc/passwd"):
+        with pytest.raises(ForkError, match="name a file of ci/guest/scripts/"):
+            scripts.render(name)
+
+
+# ---------------------------------------------------------------------------
+# test_key(): a test's own templates, not the others'
+
+@pytest.fixture
+def guest_repo(tmp_path, monkeypatch):
+    """ci/guest as the project has it (programs, init, scripts), copied."""
+    top = tmp_path / "ci" / "guest"
+    shutil.copytree(REPO / "ci" / "guest", top, ignore=shutil.ignore_patterns("out"))
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    return top
+
+
+def keys():
+    return {name: guesttests.test_key(name) for name in guesttests.TESTS}
+
+
+def changed(before):
+    return sorted(n for n, k in keys().items() if before[n] != k)
+
+
+def append(path, text):
+    with open(path, "a") as fh:
+        fh.write(text)
+
+
+def test_an_edit_of_a_script_changes_the_key_of_the_tests_made_of_it_only(guest_repo):
+    before = keys()
+    assert len(set(before.values())) == len(before)
+    append(guest_repo / "scripts" / "dirsync.sh", "sync\n")
+    assert changed(before) == ["dirsync", "minix-dirsync", "ufs-dirsync"]
+    before = keys()
+    append(guest_repo / "scripts" / "faults-setup.sh", "sync\n")
+    assert changed(before) == ["faults-enospc", "faults-mount"]
+    before = keys()
+    append(guest_repo / "scripts" / "smoke.sh", "sync\n")
+    assert changed(before) == ["smoke"]
+    # a file no test is made of: no key changes
+    before = keys()
+    append(guest_repo / "scripts" / "README.md", "more\n")
+    (guest_repo / "scripts" / "new.sh").write_text("echo new\n")
+    append(guest_repo / "scripts" / "frag.sh", "sync\n")
+    assert changed(before) == []
+
+
+def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
+    for path in (guest_repo / "init", guest_repo / "stress.c", guest_repo / "Makefile"):
+        before = keys()
+        append(path, "\n")
+        assert changed(before) == sorted(guesttests.TESTS), path
+    # a table entry's parameters are in the key
+    before = keys()
+    entry = guesttests.TESTS["minix-dirsync"]
+    params = dict(entry[3]["params"], AT_LEAST=999)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(guesttests.TESTS, "minix-dirsync",
+                   entry[:3] + (dict(entry[3], params=params),))
+        assert changed(before) == ["minix-dirsync"]
