@@ -7,15 +7,12 @@ import statistics
 from ..core.proc import run
 from ..guest import scripts
 
-# the guest's workload: SCRIPT is ci/guest/scripts/frag.sh of the project
-# repository, read where it is asked for (`from ..verify.frag import SCRIPT`)
 SCRIPT_FILE = "frag.sh"
 
 
-def __getattr__(name):
-    if name == "SCRIPT":
-        return scripts.render(SCRIPT_FILE)[0]
-    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+def script():
+    """The guest's workload: ci/guest/scripts/frag.sh."""
+    return scripts.render(SCRIPT_FILE)[0]
 
 
 def fragments(blocks):
