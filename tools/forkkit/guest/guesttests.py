@@ -196,12 +196,12 @@ def test_key(name):
     """A hash of everything that defines the guest side of a test: its
     entry in TESTS, ci/guest's programs and init, and of ci/guest/scripts/
     only the templates its script is made of (and the script they make):
-    an edit of one test's script keeps every other test's key, and with
-    it the verdicts cached under it.  The kernel's config is
-    not in it: a base image's evidence is named by the image's sha256,
-    which covers the config, and the check cache adds the flavour's
-    fragments (kernel.cache_key()), so editing one flavour's fragment
-    (fstests.config) does not reset what the others have kept."""
+    an edit of a template changes the keys of the tests made of it alone,
+    and every other test keeps the verdicts cached under its key.  The
+    kernel's config is not in it: a base image's evidence is named by the
+    image's sha256, which covers the config, and the check cache adds the
+    flavour's fragments (kernel.cache_key()), so editing one flavour's
+    fragment (fstests.config) does not reset what the others have kept."""
     text, files = render(name)
     h = hashlib.sha256(name.encode() + repr(TESTS[name]).encode())
     top = os.path.join(repo_root(), "ci", "guest")
