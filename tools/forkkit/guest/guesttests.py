@@ -52,21 +52,24 @@ TESTS = {
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
     # drain) while 4 tasks append to their own file through a descriptor
     # opened before (such writes go on allocating while the filesystem is
-    # read-only, and through the remount read-write, which the test does
-    # at once) and truncate it when they can, so that the reload of the
-    # free counters on the remount read-write scans the descriptors while
-    # blocks are being allocated and freed.  After every cycle the writers
-    # finish their write and wait (each acknowledges the cycle's number),
-    # and statfs is compared with the group descriptor sums.  A reload
-    # without a lock may count a block that a writer was between its
-    # descriptor and its counter update twice or not at all, so the free
-    # blocks may differ by what the writers have in flight (each file is
-    # at most 2048 data blocks and fewer than 16 indirect blocks: 4 x 2064
-    # = 8256): the test prints every difference and fails beyond it.  The free inodes must
-    # be exact (no inode is allocated or freed during the cycles); so
-    # must both counts after a reload with no writer running (the
-    # read-only repair case) and after the filesystem is mounted again.
-    # 2048 groups of 1024 blocks, so that the reload's scan lasts.
+    # read-only and through the remount read-write, which the test does at
+    # once) and truncate it between cycles, so that the reload of the free
+    # counters on the remount read-write scans the descriptors while blocks
+    # are being allocated.  Before each cycle the writers stop truncating
+    # (each acknowledges), so that nothing is freed during it; the blocks
+    # their files hold are summed before and after the remount read-write;
+    # then they pause and statfs is compared with the group descriptor
+    # sums.  A reload without a lock misses the blocks allocated in groups
+    # the scan has passed before the counter is set (statfs too high, by
+    # at most what the files grew during the remount) and counts twice an
+    # allocation between its descriptor and its counter update when the
+    # counter is set (too low, by at most one allocation per writer: a
+    # data block and its indirect blocks, 4 x 4 = 16).  The test allows 64
+    # blocks more on either side and prints every difference.  The free
+    # inodes must be exact (no inode is allocated or freed during the
+    # cycles); so must both counts after a reload with no writer running
+    # (the read-only repair case) and after the filesystem is mounted
+    # again.  2048 groups of 1024 blocks, so that the reload's scan lasts.
     "emergency-remount": ("2G", 1024, "emergency-remount.sh",
                           {"mkfs": ["-g", "1024", "-N", "32768"]}),
     # s_first_data_block rewritten through the block device while files
