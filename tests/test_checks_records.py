@@ -9,6 +9,7 @@ holds the document to the records).
 """
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 
-from forkkit.verify import checkrecords  # noqa: E402
+from forkkit.verify import checkrecords, kernel  # noqa: E402
 from forkkit.core.errors import ForkError  # noqa: E402
 
 def cell(ver, sha, flavour, test):
@@ -108,3 +109,152 @@ def test_a_record_that_is_not_one_is_named(tmp_path):
         checkrecords.cells(tmp_path)
     assert str(e.value).startswith("records/checks/9.9/broken.json: not a check record")
     assert "\n" not in str(e.value)
+
+
+# ---------------------------------------------------------------------------
+# explained failures (records/checks/explained.json)
+
+C1 = ("9.9", "c1", "kcsan", "stress")
+
+
+def explain(root, *explanations):
+    """Write records/checks/explained.json under `root`: each explanation
+    (runs, why, see), `see` created when it is not there."""
+    out = []
+    for runs, why, see in explanations:
+        doc = root / see
+        if not doc.exists():
+            doc.parent.mkdir(parents=True, exist_ok=True)
+            doc.write_text("why the runs failed\n")
+        out.append({"runs": list(runs), "why": why, "see": see})
+    path = root / "records" / "checks" / "explained.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1))
+
+
+LOG = "logs/check-%s-20260101-%06d.log"
+WHY = "The test asserted exact counts with writers running; it bounds them now."
+
+
+def test_an_explanation_leaves_out_exactly_the_runs_it_names(tmp_path):
+    write(tmp_path, "old.json", [row("c1", False, LOG % ("c1", 1)),
+                                 row("c2", False, LOG % ("c2", 1)),
+                                 row("c3", False, LOG % ("c3", 1))])
+    write(tmp_path, "new.json", [row("c1", True, LOG % ("c1", 5)),
+                                 row("c2", False, LOG % ("c2", 5))])
+    before = checkrecords.cells(tmp_path)
+    assert [before[("9.9", c, "kcsan", "stress")]["verdict"] for c in ("c1", "c2", "c3")] == \
+        ["flaky: 1 of 2 runs failed", "FAIL", "FAIL"]
+    explain(tmp_path, ([LOG % ("c1", 1), LOG % ("c2", 1), LOG % ("c3", 1)], WHY,
+                       "docs/why.md"))
+    cells = checkrecords.cells(tmp_path)
+    c1, c2, c3 = (cells[("9.9", c, "kcsan", "stress")] for c in ("c1", "c2", "c3"))
+    assert c1["verdict"] == "pass (1 failed run explained)"
+    # c2's later run failed too, and is not named: it still fails the cell
+    assert c2["verdict"] == "FAIL (1 failed run explained)"
+    # a cell of explained runs only has no verdict of its own: no pass
+    assert c3["verdict"] == "no verdict: its run is an explained failure"
+    # the explained runs stay in their cells, with their explanation
+    assert [run["log"] for _, run in c1["runs"]] == [LOG % ("c1", 1), LOG % ("c1", 5)]
+    assert [(f, run["log"], e["why"], e["see"]) for f, run, e in c1["explained"]] == \
+        [("records/checks/9.9/old.json", LOG % ("c1", 1), WHY, "docs/why.md")]
+    assert checkrecords.failures(cells, C1) == checkrecords.failures(before, C1)
+
+
+def test_a_later_failing_run_of_an_explained_cell_fails_it(tmp_path):
+    write(tmp_path, "old.json", [row("c1", False, LOG % ("c1", 1))])
+    write(tmp_path, "new.json", [row("c1", True, LOG % ("c1", 5))])
+    explain(tmp_path, ([LOG % ("c1", 1)], WHY, "docs/why.md"))
+    assert checkrecords.cells(tmp_path)[C1]["verdict"] == "pass (1 failed run explained)"
+    write(tmp_path, "later.json", [row("c1", False, LOG % ("c1", 9))])
+    assert checkrecords.cells(tmp_path)[C1]["verdict"] == \
+        "flaky: 1 of 2 runs failed (1 failed run explained)"
+
+
+def test_an_explained_latest_run_of_a_row_does_not_stand_for_the_others(tmp_path):
+    # one row holds both runs, the explained failure last: the row's own
+    # cells are that run's, the verdict is the earlier pass's
+    ok, bad = row("c1", True, LOG % ("c1", 1)), row("c1", False, LOG % ("c1", 5))
+    runs = [kernel.run_entry(ok), kernel.run_entry(bad)]
+    write(tmp_path, "t.json", [dict(bad, runs=runs)])
+    assert checkrecords.cells(tmp_path)[C1]["verdict"] == "flaky: 1 of 2 runs failed"
+    explain(tmp_path, ([LOG % ("c1", 5)], WHY, "docs/why.md"))
+    assert checkrecords.cells(tmp_path)[C1]["verdict"] == "pass (1 failed run explained)"
+
+
+def test_a_run_without_a_log_is_named_by_its_console(tmp_path):
+    bad = row("c1", False, None, details={"boot": "logs/c1.console"})
+    write(tmp_path, "t.json", [bad, row("c2", True, LOG % ("c2", 1))])
+    write(tmp_path, "u.json", [row("c1", True, LOG % ("c1", 5))])
+    explain(tmp_path, (["logs/c1.console"], WHY, "docs/why.md"))
+    assert checkrecords.cells(tmp_path)[C1]["verdict"] == "pass (1 failed run explained)"
+
+
+@pytest.mark.parametrize("runs, see, says", [
+    ([LOG % ("c2", 1)], "docs/why.md", "run %s passed" % (LOG % ("c2", 1))),
+    (["logs/check-c1-20260101-000002.log"], "docs/why.md", "no run on record is"),
+    (["logs/check-c1-*.log"], "docs/why.md", "no run on record is"),
+    ([LOG % ("c1", 1), LOG % ("c1", 1)], "docs/why.md", "names a run twice"),
+    ([LOG % ("c1", 1)], "docs/missing.md", "no such file in the repository"),
+    ([LOG % ("c1", 1)], "../outside.md", "not a path relative to the repository"),
+    ([], "docs/why.md", '"runs" is not a list'),
+])
+def test_an_explanation_of_a_pass_or_of_no_run_on_record_is_refused(tmp_path, runs, see, says):
+    write(tmp_path, "t.json", [row("c1", False, LOG % ("c1", 1)),
+                               row("c2", True, LOG % ("c2", 1))])
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "why.md").write_text("why\n")
+    path = tmp_path / "records" / "checks" / "explained.json"
+    path.write_text(json.dumps([{"runs": runs, "why": WHY, "see": see}]))
+    with pytest.raises(ForkError) as e:
+        checkrecords.cells(tmp_path)
+    msg = str(e.value)
+    assert msg.startswith("records/checks/explained.json: explanation 1: ") and says in msg, msg
+    assert "\n" not in msg
+
+
+def test_a_run_explained_twice_or_a_malformed_file_is_refused(tmp_path):
+    write(tmp_path, "t.json", [row("c1", False, LOG % ("c1", 1))])
+    explain(tmp_path, ([LOG % ("c1", 1)], WHY, "docs/why.md"),
+            ([LOG % ("c1", 1)], "Again.", "docs/why.md"))
+    with pytest.raises(ForkError) as e:
+        checkrecords.cells(tmp_path)
+    assert "explanation 2: run %s is explained in explanation 1 already" % (LOG % ("c1", 1)) \
+        in str(e.value)
+    path = tmp_path / "records" / "checks" / "explained.json"
+    for text, says in [("[{", "not readable as JSON"), ('{"runs": []}', "not a list"),
+                       (json.dumps([{"runs": [LOG % ("c1", 1)], "why": WHY}]),
+                        "needs exactly the keys runs, why, see"),
+                       (json.dumps([{"runs": [LOG % ("c1", 1)], "why": "a\nb",
+                                     "see": "docs/why.md"}]), '"why" is not')]:
+        path.write_text(text)
+        with pytest.raises(ForkError) as e:
+            checkrecords.cells(tmp_path)
+        assert says in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+EMERGENCY = "records/checks/7.3/0dd00ec2fe60/debug-emergency-remount.json"
+
+
+def test_the_format_covers_the_emergency_remount_case(tmp_path):
+    """The five failed runs of the old emergency-remount test on 7.3, named
+    by their logs, explain exactly those runs: on their own commits and on
+    the commits of the reworded head that carries them (the same runs); the
+    corrected test's runs then decide the cells, and nothing else moves."""
+    shutil.copytree(REPO / "records", tmp_path / "records")
+    (tmp_path / "records" / "checks" / "explained.json").unlink(missing_ok=True)
+    before = checkrecords.cells(tmp_path)
+    failed = [r["log"] for r in json.loads((REPO / EMERGENCY).read_text()) if not r["passed"]]
+    assert len(failed) == 5
+    explain(tmp_path, (failed, "The test asserted statfs equal to the group descriptor sums "
+                       "after every emergency remount with writers running; the corrected "
+                       "test bounds the difference.", "next/README.md"))
+    after = checkrecords.cells(tmp_path)
+    moved = {k for k in after if after[k]["verdict"] != before[k]["verdict"]}
+    assert len(moved) == 10
+    for k in moved:
+        assert k[0] == "7.3" and k[2:] == ("debug", "emergency-remount")
+        assert before[k]["verdict"] == "flaky: 1 of 2 runs failed"
+        assert after[k]["verdict"] == "pass (1 failed run explained)"
+        assert [run["log"] for _, run, _ in after[k]["explained"]][0] in failed
+        assert len(after[k]["runs"]) == 2

@@ -240,3 +240,49 @@ def test_patch_urls_need_a_base_url(committed, real_repo):
         digest = hashlib.sha256("".join(p["sha256"] + "\n" for p in c["misc"]["patch_files"])
                                 .encode()).hexdigest()
         assert c["patchset_hash"] == digest
+
+
+
+OLD_RUN = "logs/check-c1-20260101-000001.log"
+WHY = "The test asserted the wrong thing."
+
+
+def explained_report(root):
+    """The report of a cell whose failed run is explained and whose later
+    run passed (records/checks/explained.json)."""
+    cells = {c: "pass" for c in ("checkpatch", "build", "boot", "test", "e2fsck", "counts")}
+    failed = dict(cells, test="FAIL", counts="FAIL")
+
+    def row(commit, c, log):
+        return {"commit": commit, "tree": "t" + commit, "subject": "ext2: " + commit,
+                "flavour": "debug", "test": "emergency-remount", "cells": c,
+                "details": {}, "log": log, "kit": "k", "image_sha256": "a" * 64,
+                "passed": c is cells}
+    top = root / "records" / "checks" / "9.9" / "h"
+    top.mkdir(parents=True)
+    (top / "debug-emergency-remount.json").write_text(json.dumps([row("c1", failed, OLD_RUN)]))
+    (top / "debug-emergency-remount-20260101-000005.json").write_text(
+        json.dumps([row("c1", cells, "logs/check-c1-20260101-000005.log")]))
+    (root / "why.md").write_text("why\n")
+    (root / "records" / "checks" / "explained.json").write_text(
+        json.dumps([{"runs": [OLD_RUN], "why": WHY, "see": "why.md"}]))
+    return kcidb.report(str(root), series_list=[])
+
+
+def test_an_explained_failed_run_stays_fail(tmp_path, monkeypatch):
+    """An explained run's raw result is what KCIDB gets: FAIL stays FAIL,
+    and misc names the explanation."""
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    rep = explained_report(tmp_path)
+    tests = {t["misc"]["cell"]: t for t in rep["tests"]}
+    assert tests["test"]["status"] == "FAIL" and tests["counts"]["status"] == "FAIL"
+    assert tests["boot"]["status"] == "PASS"
+    assert tests["test"]["misc"]["verdict"] == "pass (1 failed run explained)"
+    assert tests["test"]["misc"]["explained"] == [
+        {"run": OLD_RUN, "value": "FAIL", "why": WHY, "see": "why.md"}]
+    assert [r["value"] for r in tests["test"]["misc"]["runs"]] == ["FAIL", "pass"]
+
+
+def test_a_report_with_an_explained_run_validates(tmp_path, monkeypatch, io_dir):
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    assert kcidb.validate(explained_report(tmp_path), io_dir) == "5.3"

@@ -83,6 +83,27 @@ def _verdicts(all_cells, ver, rows, flavour, test):
     return "Every recorded run of these commits, judged together: " + "; ".join(parts) + "."
 
 
+def _explained(all_cells, ver, rows, flavour, test):
+    """The failed runs of the table's commits that are explained
+    (checkrecords.EXPLAINED), left out of the verdicts: a short note, each
+    explanation once with the runs it covers here, or nothing."""
+    by = {}
+    for r in rows:
+        c = all_cells.get((ver, r["commit"], flavour, test)) or {}
+        for _, run, e in c.get("explained", []):
+            by.setdefault(e["n"], (e, []))[1].append(
+                "%s (`%s`)" % (r["commit"][:12], checkrecords.run_names(run)[0]))
+    if not by:
+        return []
+    out = ["", "Failed runs explained, left out of the verdicts above ([%s](%s)):"
+           % (checkrecords.EXPLAINED, checkrecords.EXPLAINED), ""]
+    for n in sorted(by):
+        e, runs = by[n]
+        why = e["why"] if e["why"].endswith((".", "!", "?")) else e["why"] + "."
+        out.append("* %s: %s See [%s](%s)." % (", ".join(runs), why, e["see"], e["see"]))
+    return out
+
+
 def d_check(root, ctx, rel, series, heading="####"):
     parts = rel.split("/")
     if len(parts) < 4 or parts[:2] != ["records", "checks"]:
@@ -94,6 +115,7 @@ def d_check(root, ctx, rel, series, heading="####"):
            "[%s](%s)" % (rel, rel), ""]
     out += vcheck.markdown(rows, types.SimpleNamespace(rel=series), flavour, test).splitlines()
     out += ["", _verdicts(ctx.cells(), ver, rows, flavour, test)]
+    out += _explained(ctx.cells(), ver, rows, flavour, test)
     return out
 
 

@@ -51,9 +51,13 @@ tests, check
     ``n/a`` SKIP (not applicable: checkpatch of a base snapshot, host cells
     of a non-ext2 disk), ``-`` MISS (not reached: an earlier cell failed);
     a cell whose runs disagree is FAIL (the kit's flaky rule: a flaky cell
-    is no pass) with ``misc.flaky`` and every run in ``misc.runs``.  The
-    records time a whole row, not a cell: ``misc.row_seconds``, no
-    ``duration``.  ERROR is not used: a row does not tell a harness error
+    is no pass) with ``misc.flaky`` and every run in ``misc.runs``.  A
+    failed run that records/checks/explained.json explains counts here as
+    it ran (a FAIL stays FAIL: KCIDB holds results, not their excuses);
+    ``misc.explained`` names each such run with the why and where it is
+    documented, and ``misc.verdict`` is the kit's verdict on the other
+    runs.  The records time a whole row, not a cell: ``misc.row_seconds``,
+    no ``duration``.  ERROR is not used: a row does not tell a harness error
     from the kernel's.
 tests, fstests
     One per result in an fstests record's ``tests.json``: path
@@ -354,6 +358,11 @@ def report(root=None, base_url=None, series_list=None):
                                  "image_sha256": r.get("image_sha256")} for r in runs]
             if flaky:
                 misc["flaky"] = flaky
+            if cell.get("explained"):
+                misc["explained"] = [{"run": checkrecords.run_names(r)[0],
+                                      "value": r.get("cells", {}).get(name),
+                                      "why": e["why"], "see": e["see"]}
+                                     for _, r, e in cell["explained"]]
             t = {"id": _id("check", "%s-%s-%s-%s" % (commit, _segment(flavour), _segment(test),
                                                       name)),
                  "origin": ORIGIN, "build_id": build["id"],

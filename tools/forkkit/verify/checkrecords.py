@@ -19,6 +19,19 @@ whether a recorded run of the base snapshot shows the same report
 (same_report()); the known-report rule also asks that the base image be
 the one the check booted and that the commit did not change the code on
 the report's stacks, which only a check with the kernel tree can tell.
+
+A failed run can be explained (EXPLAINED, records/checks/explained.json):
+the test that failed it asserted the wrong thing and was corrected, say.
+An explanation names its runs one by one by their log (or, for a run
+recorded without one, its console), says why in a sentence or two and
+names the file of this repository that documents it; it covers those runs
+wherever they are on record (a carried row holds the same runs) and no
+other, so a later run of the cell, failed or not, is judged as ever.  An
+explained run stays in its cell ("runs", and "explained" with its
+explanation) but is left out of the verdict: "pass (1 failed run
+explained)", and a cell whose every run is explained has no verdict of its
+own ("no verdict: its run is an explained failure"), never a pass.  An
+explanation that names a run not on record, or one that passed, is refused.
 """
 
 import json
@@ -29,6 +42,9 @@ from ..core.errors import ForkError
 
 # The subject of a base snapshot's commit (repo.snapshot.message()).
 IMPORT_SUBJECT = "Import Debian "
+# The explanations of failed runs, relative to the repository.
+EXPLAINED = "records/checks/explained.json"
+EXPLANATION_KEYS = ("runs", "why", "see")
 
 
 def record_files(root):
@@ -100,26 +116,143 @@ def gather(root):
     return {k: sorted(v, key=_run_order) for k, v in out.items()}
 
 
-def judge(runs):
+def judge(runs, some_left_out=False):
     """The verdict of a cell on its runs [(file, run, row)], oldest first:
     the latest row judged with every run (kernel.judge_runs()), and
-    "pass", "FAIL" or its "flaky: k of n runs failed"."""
+    "pass", "FAIL" or its "flaky: k of n runs failed".  `some_left_out`:
+    runs of the cell were left out (explained), so the row's own cells,
+    which are its latest run's, give way to those of the latest run
+    judged."""
     row = dict(runs[-1][2], runs=[run for _, run, _ in runs])
+    if some_left_out:
+        row["cells"] = dict(row.get("cells", {}), **runs[-1][1].get("cells", {}))
     kernel.judge_runs(row)
     return row, "pass" if row["passed"] else row.get("flaky") or "FAIL"
+
+
+def _plural(n, word):
+    return "%d %s%s" % (n, word, "" if n == 1 else "s")
+
+
+def run_names(run):
+    """What an explanation may name a run by: its log, and its console
+    (a run recorded without a log has still its console)."""
+    return [n for n in (run.get("log"), run.get("console")) if isinstance(n, str) and n]
+
+
+def _bad(n, what):
+    return ForkError("%s: explanation %d: %s (records/README.md gives the form)"
+                     % (EXPLAINED, n, what))
+
+
+def read_explanations(root):
+    """The explanations of EXPLAINED under `root`, each checked for its form
+    (not yet against the runs: explained()): [{"n" (its place, from 1),
+    "runs", "why", "see"}]; [] when there is no such file."""
+    path = os.path.join(root, EXPLAINED)
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise ForkError("%s: not readable as JSON (%s): fix it, records/README.md gives "
+                        "its form" % (EXPLAINED, e))
+    if not isinstance(doc, list):
+        raise ForkError("%s: not a list of explanations: records/README.md gives its form"
+                        % EXPLAINED)
+    out = []
+    for n, e in enumerate(doc, 1):
+        if not isinstance(e, dict) or sorted(e) != sorted(EXPLANATION_KEYS):
+            raise _bad(n, "needs exactly the keys %s, has %s" % (
+                ", ".join(EXPLANATION_KEYS),
+                ", ".join(sorted(e)) if isinstance(e, dict) and e else "none"))
+        runs = e["runs"]
+        if not isinstance(runs, list) or not runs or \
+                not all(isinstance(r, str) and r.strip() == r and r for r in runs):
+            raise _bad(n, '"runs" is not a list of runs named by their log, such as '
+                       '"logs/check-<commit12>-<date>-<time>.log"')
+        if len(set(runs)) != len(runs):
+            raise _bad(n, 'names a run twice in "runs": name each once')
+        why = e["why"]
+        if not isinstance(why, str) or not why.strip() or "\n" in why:
+            raise _bad(n, '"why" is not a sentence or two on one line')
+        see = e["see"]
+        if not isinstance(see, str) or not see or os.path.isabs(see) or "\\" in see \
+                or ".." in see.split("/") or os.path.normpath(see) != see:
+            raise _bad(n, '"see" %r is not a path relative to the repository, such as '
+                       '"next/README.md"' % (see,))
+        if not os.path.isfile(os.path.join(root, see)):
+            raise _bad(n, '"see" %s: no such file in the repository: name the file that '
+                       'documents the explanation' % see)
+        out.append({"n": n, "runs": list(runs), "why": why.strip(), "see": see})
+    return out
+
+
+def explained(root, runs_by_cell):
+    """{run's name (its log or console): its explanation} for every run that
+    EXPLAINED names, each found on record (in `runs_by_cell`, gather()'s)
+    and failed; a ForkError naming the explanation otherwise."""
+    wanted = {}
+    for e in read_explanations(root):
+        for name in e["runs"]:
+            if name in wanted:
+                raise _bad(e["n"], "run %s is explained in explanation %d already: name it "
+                           "once" % (name, wanted[name]["n"]))
+            wanted[name] = e
+    if not wanted:
+        return {}
+    found = {}
+    for key, runs in runs_by_cell.items():
+        for f, run, _ in runs:
+            names = [n for n in run_names(run) if n in wanted]
+            if len(names) > 1:
+                raise _bad(wanted[names[1]]["n"], "names the run %s again by %s: name it "
+                           "once, by its log" % (names[0], names[1]))
+            for name in names:
+                if run.get("passed"):
+                    raise _bad(wanted[name]["n"], "run %s passed (%s, commit %s): only a "
+                               "failed run can be explained; remove it"
+                               % (name, f, key[1][:12]))
+                found[name] = True
+    unknown = [n for n in wanted if n not in found]
+    if unknown:
+        raise _bad(wanted[unknown[0]]["n"], "no run on record is %s: name a failed run by the "
+                   "\"log\" of its row or run in records/checks/" % unknown[0])
+    return wanted
+
+
+def explanation_of(run, given):
+    """The explanation (of explained()'s `given`) that covers `run`, or None."""
+    return next((given[n] for n in run_names(run) if n in given), None)
 
 
 def cells(root):
     """{(version, commit, flavour, test): {"key", "subject", "base" (the
     commit is a base snapshot), "runs": [(file, run)], "rows": [(file,
-    row)], "verdict"}} of every committed check record under `root`."""
+    row)], "explained": [(file, run, explanation)], "verdict"}} of every
+    committed check record under `root`.  "runs" and "rows" hold every run,
+    explained or not; the verdict is on the runs not explained."""
     out = {}
-    for key, runs in gather(root).items():
-        row, verdict = judge(runs)
+    runs_by_cell = gather(root)
+    given = explained(root, runs_by_cell)
+    for key, runs in runs_by_cell.items():
+        done = [(f, run, explanation_of(run, given)) for f, run, _ in runs
+                if explanation_of(run, given)]
+        judged = [r for r in runs if not explanation_of(r[1], given)]
+        if judged:
+            row, verdict = judge(judged, bool(done))
+            if done:
+                verdict += " (%s explained)" % _plural(len(done), "failed run")
+        else:
+            row = runs[-1][2]
+            verdict = ("no verdict: its run is an explained failure" if len(done) == 1 else
+                       "no verdict: its %d runs are explained failures" % len(done))
         out[key] = {"key": key, "subject": row.get("subject", ""),
                     "base": row.get("subject", "").startswith(IMPORT_SUBJECT),
                     "runs": [(f, run) for f, run, _ in runs],
-                    "rows": [(f, r) for f, _, r in runs], "verdict": verdict}
+                    "rows": [(f, r) for f, _, r in runs], "explained": done,
+                    "verdict": verdict}
     return out
 
 
