@@ -102,6 +102,27 @@ def test_a_failure_in_every_run_is_a_fail(tmp_path):
     assert c["verdict"] == "FAIL" and len(c["runs"]) == 2
 
 
+def test_a_commit_is_judged_on_every_run_of_its_tree(tmp_path):
+    """A reworded commit (same tree) checked in another table, or carried
+    from one table of the old commit while its other runs sit elsewhere:
+    the runs of the tree decide, so a tree that failed once is no pass
+    under a new commit id; checkpatch stays the commit's own."""
+    write(tmp_path, "old/a.json", [row("c1", False, "/l/check-c1-20260101-000001.log")])
+    write(tmp_path, "old/b.json", [row("c1", True, "/l/check-c1-20260101-000002.log")])
+    new = row("c9", True, "/l/check-c9-20260101-000003.log", tree="tc1")
+    new["cells"]["checkpatch"] = "FAIL"
+    write(tmp_path, "new/b.json", [new])
+    cells = checkrecords.cells(tmp_path)
+    c9 = cells[("9.9", "c9", "kcsan", "stress")]
+    assert c9["verdict"] == "flaky: 1 of 3 runs failed", c9["verdict"]
+    assert cells[("9.9", "c1", "kcsan", "stress")]["verdict"] == "flaky: 1 of 3 runs failed"
+    assert c9["subject"] == "ext2: c9"
+    # the commit's own checkpatch decides its row: c1's passes, c9's fails
+    row_c9, _ = checkrecords.judge([(f, r, w) for (f, r), (_, w) in
+                                    zip(c9["runs"], c9["rows"])], commit="c9")
+    assert row_c9["cells"]["checkpatch"] == "FAIL"
+
+
 def test_a_record_that_is_not_one_is_named(tmp_path):
     write(tmp_path, "run1.json", [row("c1", True, "/l/check-c1-20260101-000001.log")])
     (tmp_path / "records" / "checks" / "9.9" / "broken.json").write_text("[{")

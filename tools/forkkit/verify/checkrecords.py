@@ -97,8 +97,9 @@ def gather(root):
     (a cached copy of a run that a file holds as run is left out, and so is
     a carried one: a row of `check --carry` holds the runs of the row it
     was carried from), oldest first; `row` is the file's row that holds
-    the run."""
-    seen, out = {}, {}
+    the run.  A commit's cell holds the runs of every commit with the same
+    tree (same version, flavour and test) as well."""
+    seen, out, idents, trees = {}, {}, {}, {}
     files = record_files(root)
     rows = [(ver, f, r) for ver, f in files for r in read_rows(root, f)]
     index = {(f, r["commit"]): r for _, f, r in rows}
@@ -113,17 +114,35 @@ def gather(root):
             if (key, ident) not in seen:
                 seen[key, ident] = True
                 out.setdefault(key, []).append((f, run, row))
+                idents.setdefault(key, []).append(ident)
+            if row.get("tree"):
+                trees.setdefault((ver, row["tree"], key[2], key[3]), set()).add(key)
+    # a run depends on the tree, not on the commit's log: every commit of
+    # one tree (a reworded commit and the one it was carried from, or a
+    # commit checked in several tables) is judged on all runs of that tree
+    for keys in trees.values():
+        if len(keys) < 2:
+            continue
+        pool = [(i, item) for k in sorted(keys) for i, item in zip(idents[k], out[k])]
+        for key in keys:
+            for ident, item in pool:
+                if (key, ident) not in seen:
+                    seen[key, ident] = True
+                    out[key].append(item)
     return {k: sorted(v, key=_run_order) for k, v in out.items()}
 
 
-def judge(runs, some_left_out=False):
+def judge(runs, some_left_out=False, commit=None):
     """The verdict of a cell on its runs [(file, run, row)], oldest first:
     the latest row judged with every run (kernel.judge_runs()), and
     "pass", "FAIL" or its "flaky: k of n runs failed".  `some_left_out`:
     runs of the cell were left out (explained), so the row's own cells,
     which are its latest run's, give way to those of the latest run
-    judged."""
-    row = dict(runs[-1][2], runs=[run for _, run, _ in runs])
+    judged.  `commit`: the cell's commit, whose latest row gives the cells
+    (checkpatch is the commit's own) when the runs include those of other
+    commits of the same tree."""
+    own = [r for _, _, r in runs if commit is None or r["commit"] == commit]
+    row = dict(own[-1] if own else runs[-1][2], runs=[run for _, run, _ in runs])
     if some_left_out:
         row["cells"] = dict(row.get("cells", {}), **runs[-1][1].get("cells", {}))
     kernel.judge_runs(row)
@@ -241,11 +260,11 @@ def cells(root):
                 if explanation_of(run, given)]
         judged = [r for r in runs if not explanation_of(r[1], given)]
         if judged:
-            row, verdict = judge(judged, bool(done))
+            row, verdict = judge(judged, bool(done), key[1])
             if done:
                 verdict += " (%s explained)" % _plural(len(done), "failed run")
         else:
-            row = runs[-1][2]
+            row = ([r for _, _, r in runs if r["commit"] == key[1]] or [runs[-1][2]])[-1]
             verdict = ("no verdict: its run is an explained failure" if len(done) == 1 else
                        "no verdict: its %d runs are explained failures" % len(done))
         out[key] = {"key": key, "subject": row.get("subject", ""),
