@@ -70,6 +70,18 @@ def repeat_command(args, revs, tests, group):
     return cmd
 
 
+def check_record_dir(record):
+    """Refuse a --record directory at or under the work directory's stores
+    (work/fstests/kernels): a kernel's record would be its store, or lie
+    inside another kernel's, and the two are written under locks of their
+    own."""
+    kernels = os.path.realpath(wpath("fstests", "kernels"))
+    where = os.path.realpath(record)
+    if where == kernels or where.startswith(kernels + os.sep):
+        raise ForkError("--record %s is among the kit's own fstests stores (%s): name a "
+                        "directory outside them, e.g. records/fstests/<ver>" % (record, kernels))
+
+
 def run_fstests(args):
     """The run `args` (the verb's arguments) ask for; the verb's exit status."""
     prog = Progress("fstests")
@@ -87,6 +99,8 @@ def run_fstests(args):
     if args.record and os.path.exists(args.record) and not os.path.isdir(args.record):
         raise ForkError("--record %s is a file: name a directory (it is created if missing)"
                         % args.record)
+    if args.record:
+        check_record_dir(args.record)
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
@@ -164,7 +178,8 @@ def run_fstests(args):
                                      if t not in chosen}
                     write_json(rpath, results[side])
                     if recdir:      # else the next run would take them back
-                        fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
+                        fsrecord.save(recdir, ident, results[side], read_json(bpath, []),
+                                      forget=chosen)
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -177,10 +192,14 @@ def run_fstests(args):
                 else:
                     budget = NO_LIMIT
                 done_before = len(results[side])
-                info = boot(side, img.image, todo, budget, store, root, prog,
-                            len(chosen) - len(todo), len(chosen),
-                            next_boot(store, read_json(bpath, []), recdir),
-                            img.config, profile, guest_accel)
+                n_boot = next_boot(store, read_json(bpath, []), recdir)
+                try:
+                    info = boot(side, img.image, todo, budget, store, root, prog,
+                                len(chosen) - len(todo), len(chosen), n_boot,
+                                img.config, profile, guest_accel)
+                except BaseException:
+                    release_boot(recdir, n_boot)
+                    raise
                 info["commit"] = commits[n]
                 results[side] = add_boot(store, recdir, ident, info)
                 if recdir:
@@ -308,21 +327,46 @@ class TestFollower(Follower):
 
 
 def next_boot(store, boots, recdir=None):
-    """The number of the next boot of this kernel, its store/boot-<n>
-    made here: after every boot in boots.json (recorded ones included) and
-    every boot-<n> directory of the store and of the record.  The directory
-    is made with mkdir, which only one caller wins: two runs of one kernel
-    that ask at once get two numbers."""
+    """The number of the next boot of this kernel, its store/boot-<n> (and
+    with a record, recdir/boot-<n>) made here: after every boot in
+    boots.json (recorded ones included) and every boot-<n> directory of
+    the store and of the record.  The directories are made with mkdir,
+    which only one caller wins: two runs of one kernel that ask at once
+    get two numbers, from one work directory or from two that share the
+    record (the empty boot-<n> of the record is the boot's until it is
+    saved there)."""
     used = [b["n"] for b in boots] + fsrecord.boot_dirs(store)
     if recdir:
         used += fsrecord.boot_dirs(recdir)
     n = max(used, default=0) + 1
     while True:
+        mine = os.path.join(ensure_dir(store), "boot-%d" % n)
         try:
-            os.mkdir(os.path.join(ensure_dir(store), "boot-%d" % n))
-            return n
+            os.mkdir(mine)
         except FileExistsError:
             n += 1
+            continue
+        if recdir:
+            try:
+                os.makedirs(os.path.join(recdir, "boot-%d" % n))
+            except FileExistsError:
+                os.rmdir(mine)
+                n += 1
+                continue
+        return n
+
+
+def release_boot(recdir, n):
+    """Give back boot n's number in the record when the boot ended without
+    a result to save: its empty boot-<n>, and the record's directory if
+    that leaves it empty."""
+    if not recdir:
+        return
+    for d in (os.path.join(recdir, "boot-%d" % n), recdir):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def add_boot(store, recdir, ident, info):
@@ -346,8 +390,11 @@ def add_boot(store, recdir, ident, info):
 def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     """Add what recdir holds for this kernel to its store (tests.json and
     boots.json); tests finished here win.  Returns the merged results.
-    The caller holds the store's lock."""
-    rec_tests, rec_boots = fsrecord.load(recdir, ident)
+    The caller holds the store's lock; the record is read under its own."""
+    rec_tests, rec_boots = {}, []
+    if os.path.isdir(recdir):
+        with DirLock(recdir):       # read whole, while no other run writes it
+            rec_tests, rec_boots = fsrecord.load(recdir, ident)
     boots = read_json(bpath, [])
     have = {b["n"]: b for b in boots}
     added = 0
