@@ -227,7 +227,7 @@ def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     from forkkit.guest import guesttests
     from forkkit.verify import check as cmd_check, kernel
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
-    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    monkeypatch.setattr(kernel, "cached", lambda *key: None)
     monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "a" * 64,
                                                             "ext2_symbols": sorted(EXT2)})
     console = tmp_path / "base.console"

@@ -29,8 +29,9 @@ and brings ``lo`` up for the tests that talk TCP.  After every boot the
 host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
-Results are kept per kernel image (with the root and the profile) in
-``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``: ``tests.json`` and per
+Results are kept per kernel image (with the root, the profile and the
+accelerator) in ``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``
+(``...-kvm/`` for results under KVM, $FORK_ACCEL): ``tests.json`` and per
 boot the console log, fstests' results tree (``result.xml``) and the e2fsck
 output; so a base kernel's results serve every series compared with it.
 Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
@@ -45,7 +46,9 @@ and each guest script once in ``DIR/scripts/`` after every boot, to commit
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit
-and patches, and profile.
+and patches, profile and accelerator (a record that names none is TCG's).
+Two work directories may share DIR; DIR may not be under
+``work/fstests/kernels``.
 ``--time-limit S`` bounds the test time (builds not counted): check is
 stopped after its current test and the run ends with what finished.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL

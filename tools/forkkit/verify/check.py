@@ -91,7 +91,8 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                 known = {}
             else:
                 if base_known is None:     # once: the base row comes first
-                    base_known = base_reports(base, rows, flavour, test, out)
+                    base_known = base_reports(base, rows, flavour, test, out,
+                                              kernel.choose_accel(prog))
                 known, on_base = base_known, True
         hit = None if force else kernel.cached_row(commit, flavour, test, prog)
         if hit:
@@ -258,17 +259,18 @@ def stored_evidence(d, image_sha256):
     return [(c, m) for _, c, m in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
-def base_reports(base, rows, flavour, test, out):
+def base_reports(base, rows, flavour, test, out, guest_accel="tcg"):
     """{key: evidence} of the reports that the base snapshot showed under
     this flavour and test: in this run's row of the base or its recorded
     result (pass or fail), and in every stored console of the same base
     image under the same test inputs (evidence_dir()), each read again by
     this kit; {}
-    (every report fails) when the base has no row that names its image."""
+    (every report fails) when the base has no row that names its image.
+    A recorded row is one of the accelerator `guest_accel`."""
     tree = git(["rev-parse", base + "^{tree}"])
     row = next((r for r in rows if r["commit"] == base and r.get("image_sha256")), None)
     if row is None:
-        row = kernel.cached(tree, flavour, test)
+        row = kernel.cached(tree, flavour, test, guest_accel)
     if row is None:
         out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))

@@ -23,12 +23,14 @@ which is the text fstests.harness_key() hashes.  Paths in the record are
 relative to the record (boot-<n>/...) or to the work directory.
 
 <store> is the name of the kit's own store for that kernel
-(<image sha256[:16]>-<root key>-<root packages>-<profile>).  The next
+(<image sha256[:16]>-<root key>-<root packages>-<profile>, and -kvm for
+results under KVM: store_name()).  The next
 part, here or on a fresh machine, builds the same commit and gets the
 same image (kbuild's builds are reproducible: fixed timestamp, user, host
 and build number), finds the record by that name and runs only what is
 missing.  Another image, another root or other package versions give
-another name: nothing recorded for something else is reused.
+another name: nothing recorded for something else is reused, nor what
+was recorded under another accelerator (kernel.json's accel; none is TCG).
 """
 
 import hashlib
@@ -45,8 +47,18 @@ from ..core.records import write_json, write_text
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
-            "fstests_patches")
+            "fstests_patches", "accel")
+# what a record without the key was made with (accel: before the kit knew KVM)
+IDENTITY_DEFAULTS = {"accel": "tcg"}
 PATH_KEYS = ("dir", "console", "xunit")
+
+
+def store_name(image_sha256, root_key, packages, profile, accel="tcg"):
+    """The name of a kernel's store in work/fstests/kernels and in a
+    --record directory; results under KVM are another store (a TCG store
+    names no accelerator, as before the kit knew KVM)."""
+    return "%s-%s-%s-%s%s" % (image_sha256[:16], root_key, packages, profile,
+                              "" if accel == "tcg" else "-" + accel)
 
 
 def packages_key(root):
@@ -108,7 +120,8 @@ def load(recdir, identity):
                             "it from git or move it away" % recdir)
         return {}, []
     for key in IDENTITY:
-        if meta.get(key) != identity.get(key):
+        default = IDENTITY_DEFAULTS.get(key)
+        if meta.get(key, default) != identity.get(key, default):
             raise ForkError("%s/kernel.json was recorded for another %s (%s, this run: %s): "
                             "record this run elsewhere (--record)"
                             % (recdir, key.replace("_", " "), meta.get(key), identity.get(key)))

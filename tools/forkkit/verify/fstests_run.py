@@ -129,10 +129,13 @@ def run_fstests(args):
     profile_key = fstests.profile_key(profile)
     packages = fsrecord.packages_key(root)
     identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
-                "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
+                "fstests_commit": root["fstests_commit"], "fstests_patches": patched,
+                "accel": guest_accel}
     stores, recdirs = {}, {}
     run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
-                                       " ".join(chosen)]).encode()).hexdigest()[:16]
+                                       " ".join(chosen)]
+                                      + ([guest_accel] if guest_accel != "tcg" else []))
+                            .encode()).hexdigest()[:16]
     rundir = ensure_dir(wpath("fstests", "runs", run_id))
     command = repeat_command(args, revs, tests, args.group)
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
@@ -156,9 +159,10 @@ def run_fstests(args):
             img = images[side]
             meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
                           "image_sha256": img.image_sha256, "version": img.version}
-            # results are kept per kernel image (and root and profile): a base
-            # run serves every series compared with it
-            name = "%s-%s-%s-%s" % (img.image_sha256[:16], root["key"], packages, profile_key)
+            # results are kept per kernel image (and root, profile and
+            # accelerator): a base run serves every series compared with it
+            name = fsrecord.store_name(img.image_sha256, root["key"], packages, profile_key,
+                                       guest_accel)
             store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
             bpath = os.path.join(store, "boots.json")
