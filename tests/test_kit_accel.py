@@ -161,3 +161,17 @@ def test_a_record_without_an_accelerator_is_tcg(pipeline, tmp_path, monkeypatch)
         (d / "kernel.json").write_text(json.dumps(dict(meta, accel="kvm")))
     shutil.rmtree(tmp_path / "work")
     assert run_main("generic/001", "--record", str(rec)) == 1
+
+
+def test_auto_without_an_image_asks_again_after_a_build(machine, monkeypatch):
+    """A check looks up its cache before it builds: with FORK_ACCEL=auto and
+    no image to probe with, that answer (TCG) is not kept for the process;
+    once a build brought an image the probe runs, and then its answer is."""
+    monkeypatch.setattr(accel, "_chosen", {})
+    answers = machine.boot(None, None, True)
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "tcg"
+    (machine.store / "a.bzImage").write_bytes(b"x")
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "kvm"
+    assert len(machine.boots) == 1
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "kvm"
+    assert len(machine.boots) == 1
