@@ -6,6 +6,7 @@ builds (test_fstests.py's pipeline, test_kit_check.py's fake): no QEMU."""
 
 import json
 import os
+import random
 import shutil
 import threading
 from pathlib import Path
@@ -18,7 +19,8 @@ from test_kit_check import fake, rows_of                     # noqa: F401 (the f
 from test_kit_check import run as run_check
 from forkkit.guest import accel
 from forkkit.publish import kcidb
-from forkkit.verify import fstests_run as cmd_fstests
+from forkkit.core.errors import ForkError
+from forkkit.verify import fstests, fstests_run as cmd_fstests
 
 
 # ------------------------------------------------ a --record shared by two
@@ -152,3 +154,128 @@ def test_kcidb_environment_names_the_records_accelerator(tmp_path, monkeypatch):
     rep = kcidb.report(str(root), series_list=[])
     assert any(t["environment"]["comment"].startswith("QEMU, KVM, x86_64")
                for t in rep["tests"])
+
+
+# ------------------------------------------------------------ fstests shards
+
+def test_shards_are_balanced_by_recorded_times():
+    secs = {"g/1": 10, "g/2": 9, "g/3": 8, "g/4": 7, "g/5": 6, "g/6": 5, "g/7": 4, "g/8": 3}
+    tests = sorted(secs)
+    shards = fstests.split_shards(tests, secs, 3)
+    # longest first, each to the least loaded shard
+    assert shards == [["g/1", "g/6", "g/7"], ["g/2", "g/5", "g/8"], ["g/3", "g/4"]]
+    assert [sum(secs[t] for t in s) for s in shards] == [19, 18, 15]
+
+
+def test_shards_hold_every_test_once_and_keep_its_order():
+    rnd = random.Random(7)
+    tests = ["generic/%03d" % i for i in range(1, 200)]
+    secs = {t: rnd.choice([0, 1, 2, 5, 30, 300, 1200]) for t in tests if rnd.random() < 0.8}
+    for n in (1, 2, 3, 5, 8):
+        shards = fstests.split_shards(tests, secs, n)
+        assert len(shards) == n
+        assert sorted(t for s in shards for t in s) == tests        # each exactly once
+        assert all(s == sorted(s) for s in shards)                   # in the list's order
+        cost = {t: max(1, secs.get(t, 5)) for t in tests}            # 5: the median
+        loads = [sum(cost[t] for t in s) for s in shards]
+        # longest-processing-time first: no shard exceeds another by more
+        # than its own last (smallest) test
+        assert max(loads) - min(loads) <= max(cost.values())
+        assert max(loads) <= sum(loads) / n + max(cost.values())
+
+
+def test_a_test_without_a_recorded_time_counts_the_median():
+    secs = {"g/1": 100, "g/2": 2, "g/3": 4}
+    shards = fstests.split_shards(["g/1", "g/2", "g/3", "g/8", "g/9"], secs, 2)
+    assert shards == [["g/1"], ["g/2", "g/3", "g/8", "g/9"]]        # 8 and 9 count 4s
+    # tests recorded at 0s (not run) still spread, by count
+    assert fstests.split_shards(["a/1", "a/2", "a/3", "a/4"], {}, 2) == \
+        [["a/1", "a/3"], ["a/2", "a/4"]]
+    assert fstests.split_shards(["a/1", "a/2"], {"a/1": 0, "a/2": 0}, 5) == [["a/1"], ["a/2"]]
+
+
+TESTS = ["generic/001", "generic/002", "generic/013", "ext4/001"]
+
+
+def report_of(capsys):
+    out = capsys.readouterr().out
+    path = [line.split()[1] for line in out.splitlines() if line.startswith("results: ")][0]
+    return json.loads((Path(path) / "fstests.json").read_text())
+
+
+def test_shards_run_at_once_and_give_the_one_guest_report(pipeline, tmp_path,  # noqa: F811
+                                                          monkeypatch, capsys):
+    """Four tests in two shards, split by the times a record holds
+    (generic/001 is long): both shards' guests are up at once (each
+    holding a slot), every test runs once per kernel, and the store, the
+    record and the report hold what one guest gives."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/013": "fail"},
+                            "series-7.3.bzImage": {"generic/002": "notrun"}}
+    assert run_main(*TESTS) == 0
+    one = report_of(capsys)
+    rec = tmp_path / "rec"
+    earlier = rec / "0123456789abcdef-rootkey-00000000-05cb085c"
+    earlier.mkdir(parents=True)
+    (earlier / "tests.json").write_text(json.dumps({
+        "generic/001": {"status": "pass", "seconds": 900, "message": ""},
+        "generic/002": {"status": "pass", "seconds": 20, "message": ""},
+        "generic/013": {"status": "pass", "seconds": 30, "message": ""},
+        "ext4/001": {"status": "notrun", "seconds": 0, "message": "no"}}))
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work-2"))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    both = threading.Barrier(2, timeout=60)
+    guest = cmd_fstests.run_guest
+
+    def together(*a, **kw):
+        both.wait()             # the other shard's guest is up too
+        return guest(*a, **kw)
+
+    monkeypatch.setattr(cmd_fstests, "run_guest", together)
+    asked = len(pipeline["boots"])
+    assert run_main(*TESTS, "--record", str(rec)) == 0       # --shards: the 2 slots
+    two = report_of(capsys)
+    assert two["tests"] == one["tests"] and two["totals"] == one["totals"]
+    for side in ("base", "series"):
+        assert two["meta"][side]["image_sha256"] == one["meta"][side]["image_sha256"]
+    shards = [["generic/001"], ["generic/002", "generic/013", "ext4/001"]]
+    booted = pipeline["boots"][asked:]
+    for kernel in ("distro-7.3.bzImage", "series-7.3.bzImage"):
+        assert sorted(t for k, t in booted if k == kernel) == sorted(shards)
+    assert sorted(sorted(b["tests"]) for b in two["boots"]) == \
+        sorted(sorted(s) for s in shards * 2)
+    for d in stores(rec):
+        if d == earlier:
+            continue
+        assert sorted(json.loads((d / "tests.json").read_text())) == sorted(TESTS)
+        assert sorted(b["n"] for b in json.loads((d / "boots.json").read_text())) == [1, 2]
+
+
+def test_a_shard_that_fails_leaves_the_others_kept(pipeline, tmp_path, monkeypatch,  # noqa: F811
+                                                   capsys):
+    """One shard's guest fails: the run fails in one line, and what the
+    other shard finished is in the store and the record."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    guest = cmd_fstests.run_guest
+
+    def broken(kernel, script, *a, **kw):
+        if "generic/013" in script:
+            raise ForkError("QEMU died (test)")
+        return guest(kernel, script, *a, **kw)
+
+    monkeypatch.setattr(cmd_fstests, "run_guest", broken)
+    rec = tmp_path / "rec"
+    assert run_main(*TESTS, "--shards", "2", "--record", str(rec)) == 1
+    assert "QEMU died (test)" in capsys.readouterr().err
+    (d,) = stores(rec)
+    kept = json.loads((d / "tests.json").read_text())
+    boots = json.loads((d / "boots.json").read_text())
+    assert len(boots) == 1 and sorted(kept) == sorted(boots[0]["tests"])
+    assert "generic/013" not in kept and kept
+    # the failed shard's number is given back: one boot directory
+    assert len([p for p in d.iterdir() if p.name.startswith("boot-")]) == 1
+
+
+def test_shards_must_be_a_positive_number(pipeline, capsys):  # noqa: F811
+    assert run_main("generic/001", "--shards", "0") == 1
+    err = capsys.readouterr().err
+    assert "--shards must be a number of guests >= 1" in err and "Traceback" not in err

@@ -61,6 +61,12 @@ def store_name(image_sha256, root_key, packages, profile, accel="tcg"):
                               "" if accel == "tcg" else "-" + accel)
 
 
+def store_accel(name):
+    """The accelerator a store's results were produced under, from its
+    name (store_name())."""
+    return "kvm" if name.endswith("-kvm") else "tcg"
+
+
 def packages_key(root):
     """8 hex digits of the root's Debian package versions (debootstrap of the
     same inputs on another day may install other versions)."""

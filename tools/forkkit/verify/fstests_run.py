@@ -7,6 +7,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -14,8 +15,8 @@ import uuid
 
 from ..build.kbuild import build, kernels_dir
 from ..core.errors import ForkError
-from ..core.locks import DirLock
-from ..core.paths import check_output_path, ensure_dir, new_log, wpath
+from ..core.locks import DirLock, guest_slot_count
+from ..core.paths import check_output_path, ensure_dir, new_log, repo_root, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..core.records import read_json, write_json
@@ -61,6 +62,8 @@ def repeat_command(args, revs, tests, group):
         parts += ["--block-size", str(args.block_size)]
     if args.time_limit:
         parts += ["--time-limit", str(args.time_limit)]
+    if getattr(args, "shards", None):
+        parts += ["--shards", str(args.shards)]
     if args.record:
         parts += ["--record", args.record]
     parts += tests
@@ -101,6 +104,7 @@ def run_fstests(args):
                         % args.record)
     if args.record:
         check_record_dir(args.record)
+    nshards = shard_count(args)
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
@@ -184,6 +188,8 @@ def run_fstests(args):
                     if recdir:      # else the next run would take them back
                         fsrecord.save(recdir, ident, results[side], read_json(bpath, []),
                                       forget=chosen)
+            # earlier runs' test times, which the shards are balanced by
+            seconds = recorded_seconds(record_tops(args.record), guest_accel)
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -195,24 +201,22 @@ def run_fstests(args):
                         break
                 else:
                     budget = NO_LIMIT
-                done_before = len(results[side])
-                n_boot = next_boot(store, read_json(bpath, []), recdir)
-                try:
-                    info = boot(side, img.image, todo, budget, store, root, prog,
-                                len(chosen) - len(todo), len(chosen), n_boot,
-                                img.config, profile, guest_accel)
-                except BaseException:
-                    release_boot(recdir, n_boot)
-                    raise
-                info["commit"] = commits[n]
-                results[side] = add_boot(store, recdir, ident, info)
-                if recdir:
+                shards = fstests.split_shards(todo, seconds, nshards)
+                infos, failed = boot_shards(
+                    side, img, shards, budget, store, root, prog, len(chosen) - len(todo),
+                    len(chosen), recdir, ident, commits[n], profile, guest_accel)
+                with DirLock(store):
+                    results[side] = read_json(rpath, {})
+                if recdir and infos:
                     prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
                                                                 recdir))
-                if info["limit"]:
+                if failed is not None:
+                    raise failed
+                if any(info["limit"] for info in infos):
                     break
-                if len(results[side]) == done_before:
-                    raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+                if not any(t in results[side] for t in todo):
+                    raise ForkError("the %s guest ran no test: %s" % (
+                        side, "; ".join(str(i["error"]) for i in infos)))
     finally:
         later.join()
     # every boot that gave these kernels' results, earlier runs included;
@@ -330,6 +334,96 @@ class TestFollower(Follower):
                 self.side))
 
 
+def shard_count(args):
+    """--shards, or as many as there are guest slots."""
+    n = getattr(args, "shards", None)
+    if n is None:
+        return guest_slot_count()
+    if n < 1:
+        raise ForkError("--shards must be a number of guests >= 1 (default: the guest slots, "
+                        "%d here)" % guest_slot_count())
+    return n
+
+
+def record_tops(record=None):
+    """The directories of kernel stores whose test times balance the
+    shards: this work directory's, the --record directory and every
+    version's committed records in the repository."""
+    top = os.path.join(repo_root(), "records", "fstests")
+    versions = sorted(os.listdir(top)) if os.path.isdir(top) else []
+    return [wpath("fstests", "kernels")] + ([record] if record else []) + \
+        [os.path.join(top, v) for v in versions]
+
+
+def recorded_seconds(tops, guest_accel):
+    """{test: the median of its recorded seconds} over every kernel store
+    under `tops`, each kernel once (the first top that has its store: a
+    record repeats the work directory's store); stores of the accelerator
+    `guest_accel` (fsrecord.store_accel()) answer for a test they hold,
+    the others for the rest."""
+    times, seen = {True: {}, False: {}}, set()
+    for top in tops:
+        try:
+            names = sorted(os.listdir(top))
+        except OSError:
+            continue
+        for name in names:
+            tests = None if name in seen else \
+                read_json(os.path.join(top, name, "tests.json"), None)
+            if not isinstance(tests, dict):
+                continue
+            seen.add(name)
+            same = fsrecord.store_accel(name) == guest_accel
+            for t, r in tests.items():
+                if isinstance(r, dict) and isinstance(r.get("seconds"), (int, float)):
+                    times[same].setdefault(t, []).append(r["seconds"])
+    out = {}
+    for same in (False, True):
+        for t, secs in times[same].items():
+            out[t] = statistics.median(secs)
+    return out
+
+
+def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdir, ident,
+                commit, profile, guest_accel):
+    """Boot `img` once per shard (a list of tests), all at once, each in a
+    guest slot of its own (run_guest waits for one), and add each boot to
+    the store and the record as it ends.  Returns (the boots' records, the
+    first error a shard raised or None): the other shards run on and are
+    kept.  One shard runs in this thread, as the kit did before shards."""
+    def one(i, tests):
+        n = next_boot(store, read_json(os.path.join(store, "boots.json"), []), recdir)
+        label = side if len(shards) == 1 else "%s shard %d/%d" % (side, i + 1, len(shards))
+        try:
+            info = boot(side, img.image, tests, budget, store, root, prog,
+                        done if len(shards) == 1 else 0,
+                        total if len(shards) == 1 else len(tests), n, img.config, profile,
+                        guest_accel, label=label)
+        except BaseException:
+            release_boot(recdir, n)
+            raise
+        info["commit"] = commit
+        add_boot(store, recdir, ident, info)
+        return info
+
+    if len(shards) == 1:
+        return [one(0, shards[0])], None
+    prog.say("%s: %d tests in %d shards at once (%s tests; by recorded times)" % (
+        side, sum(map(len, shards)), len(shards), " + ".join(str(len(s)) for s in shards)))
+    workers = [Background(lambda i=i, s=s: one(i, s)) for i, s in enumerate(shards)]
+    try:
+        for w in workers:
+            w.join()
+    except BaseException:
+        prog.say("%s: interrupted: waiting for the guests of the shards to end" % side)
+        for w in workers:
+            w.join()
+        raise
+    infos = [w.value for w in workers if w.exc is None]
+    failed = next((w.exc for w in workers if w.exc is not None), None)
+    return infos, failed
+
+
 def next_boot(store, boots, recdir=None):
     """The number of the next boot of this kernel, its store/boot-<n> (and
     with a record, recdir/boot-<n>) made here: after every boot in
@@ -435,7 +529,7 @@ def root_overlay(image, overlay):
 
 
 def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
-         profile=None, guest_accel="tcg"):
+         profile=None, guest_accel="tcg", label=None):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
     returns the boot's record.  Its console log, results tree and e2fsck
     output go to store/boot-<n>."""
@@ -465,11 +559,11 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             fh.write(script)
         log = os.path.join(bdir, "console.log")
         prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
-                 % (side, n, len(tests), os.path.basename(kernel), limit))
+                 % (label or side, n, len(tests), os.path.basename(kernel), limit))
         res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
                                                              "results")],
                         timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
-                        follow=TestFollower(log, side, done, total, prog),
+                        follow=TestFollower(log, label or side, done, total, prog),
                         kvm=guest_accel == "kvm")
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
