@@ -456,6 +456,7 @@ def test_check_passes_each_commit_what_it_changed(monkeypatch):
     from forkkit.verify import check as cmd_check, kernel
     base, c1, off = "b" * 40, "c" * 40, "d" * 40
     got = {}
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")      # check_commit, cell after cell
     monkeypatch.setattr(cmd_check, "commits_of", lambda rng, series: [base, c1, off])
     monkeypatch.setattr(cmd_check, "rev_parse", lambda rev: base)
     monkeypatch.setattr(cmd_check, "require_ktree", lambda: None)

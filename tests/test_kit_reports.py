@@ -348,6 +348,7 @@ def test_base_evidence_wiring_in_run_check(evidence, monkeypatch):
     base, c1 = "b" * 40, "c" * 40
     added = []
     keys = iter(["k-before", "k-before", "k-before", "k-before"])
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")      # check_commit, cell after cell
     monkeypatch.setattr(guesttests, "test_key", lambda test: next(keys))
     monkeypatch.setattr(cc, "commits_of", lambda rng, series: [base, c1])
     monkeypatch.setattr(cc, "rev_parse", lambda rev: base)

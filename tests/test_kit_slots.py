@@ -20,7 +20,7 @@ from test_kit_check import run as run_check
 from forkkit.guest import accel
 from forkkit.publish import kcidb
 from forkkit.core.errors import ForkError
-from forkkit.verify import fstests, fstests_run as cmd_fstests
+from forkkit.verify import fstests, fstests_run as cmd_fstests, kernel
 
 
 # ------------------------------------------------ a --record shared by two
@@ -279,3 +279,92 @@ def test_shards_must_be_a_positive_number(pipeline, capsys):  # noqa: F811
     assert run_main("generic/001", "--shards", "0") == 1
     err = capsys.readouterr().err
     assert "--shards must be a number of guests >= 1" in err and "Traceback" not in err
+
+
+# ------------------------------------------------- check cells side by side
+
+def check_rows(path):
+    """What a check's --json rows say, without what differs between two
+    runs of the same cells (logs, times, this run's file paths)."""
+    return [{k: r.get(k) for k in ("commit", "subject", "cells", "passed", "tree",
+                                   "image_sha256", "accel", "results", "reports", "flaky")}
+            for r in json.loads(Path(path).read_text())]
+
+
+def cache_records(fake, where):
+    out = {}
+    for n in entries(fake) if where == "check" else sorted(
+            n for n in os.listdir(fake.work / "cache" / where) if n.endswith(".json")):
+        row = json.loads((fake.work / "cache" / where / n).read_text())
+        out[n] = ([r["passed"] for r in row["runs"]], [r["cells"] for r in row["runs"]],
+                  row["cells"], row["passed"], row["accel"], row["image_sha256"])
+    return out
+
+
+def test_check_boots_cells_side_by_side(fake, capsys, monkeypatch, tmp_path):  # noqa: F811
+    """Two guest slots, three cells: the builds run one at a time, the
+    first two cells' guests are up at once and never more than two; the
+    table, the rows and the records are those of a run cell after cell."""
+    fake.fail["ffree"].add(fake.commits[2])
+    rc, serial = run_check(fake, capsys, "--json", str(tmp_path / "serial.json"))
+    assert rc == 1
+    before = cache_records(fake, "check")
+    os.rename(fake.work / "cache" / "check", fake.work / "cache" / "check-serial")
+
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    lock = threading.Lock()
+    now = {"build": 0, "boot": 0}
+    most = {"build": 0, "boot": 0}
+    started = {"build": 0, "boot": 0}
+    first_two = threading.Barrier(2, timeout=60)
+    build, guest = kernel.build, kernel.run_guest
+
+    def counted(what, fn, *a, **kw):
+        with lock:
+            now[what] += 1
+            most[what] = max(most[what], now[what])
+            nth = started[what]
+            started[what] += 1
+        try:
+            if what == "boot" and nth < 2:
+                first_two.wait()        # the first two cells' guests at once
+            return fn(*a, **kw)
+        finally:
+            with lock:
+                now[what] -= 1
+
+    monkeypatch.setattr(kernel, "build", lambda *a, **kw: counted("build", build, *a, **kw))
+    monkeypatch.setattr(kernel, "run_guest",
+                        lambda *a, **kw: counted("boot", guest, *a, **kw))
+    rc, side = run_check(fake, capsys, "--json", str(tmp_path / "side.json"))
+    assert rc == 1
+    assert most == {"build": 1, "boot": 2}
+    assert len(fake.calls["boot"]) == 6
+    strip = lambda out: [r.rsplit("  ", 1)[0].rstrip() for r in rows_of(out)]  # noqa: E731
+    assert strip(side) == strip(serial)                  # the table, time aside
+    assert [r[:12] for r in rows_of(side)] == [c[:12] for c in fake.commits]
+    assert check_rows(tmp_path / "side.json") == check_rows(tmp_path / "serial.json")
+    assert cache_records(fake, "check") == before
+
+
+def test_a_boot_error_beside_others_is_one_line(fake, capsys, monkeypatch):  # noqa: F811
+    """A guest that cannot run (an error, not a failing cell) while other
+    cells boot: the check ends with that error in one line once the others
+    have ended, and their verdicts are on record."""
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    guest = kernel.run_guest
+    broken = fake.commits[1]
+
+    def run_guest(kernel_image, *a, **kw):
+        if kernel_image.endswith(broken):
+            raise ForkError("QEMU could not start (test)")
+        return guest(kernel_image, *a, **kw)
+
+    monkeypatch.setattr(kernel, "run_guest", run_guest)
+    from forkkit import cli
+    assert cli.main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert "fork check: error: QEMU could not start (test)" in err and "Traceback" not in err
+    recorded = {json.loads((fake.work / "cache" / "check" / n).read_text())["commit"]
+                for n in entries(fake)}
+    assert broken not in recorded and fake.commits[0] in recorded

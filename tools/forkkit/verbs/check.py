@@ -44,6 +44,14 @@ image: the base comes first in the default range; a range without it
 uses the base's recorded row (recorded per kit, pass or fail), and without
 one every report outside ext2 fails.
 
+With several guest slots (``FORK_GUEST_SLOTS``; by default as many
+2-vCPU, 2 GiB guests as the machine or its cgroup holds) the commits are
+still built one at a time, in order, but the boots of built commits run
+side by side, up to one per slot, while the next commits build; the table
+and the records are those of a run commit after commit.  For a sanitizer
+flavour the base's boot ends before the others are judged (its reports
+are their evidence).
+
 Prints a table and exits non-zero if any cell failed.  Every run that
 booted the image, pass or fail, is kept on record (the cache) by the
 commit's tree id, config flavour (its ci/kconfig fragments), guest test

@@ -414,6 +414,14 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
     counts for one commit; a run that booted the image is added to the
     record (record_run()).  `known`, `changed`: see run_test()."""
+    return finish_commit(prepare_commit(commit, flavour, test, prog, known, changed),
+                         timeout, prog)
+
+
+def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL):
+    """check_commit()'s first half, which takes no guest: checkpatch and
+    the build.  Returns the cell that finish_commit() boots (check runs
+    the builds one after another and the boots of several cells at once)."""
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
@@ -425,7 +433,6 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
     t0 = time.monotonic()
-    excuse = None
     prog.say("%s %s" % (commit[:12], subject))
     row["cells"]["checkpatch"], row["details"]["checkpatch"] = run_checkpatch(commit, log)
     try:
@@ -446,23 +453,37 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
             # function that has no frame of its own
             changed = with_tail_calls(changed, res.ext2_tail_calls, res.ext2_symbols)
             row["ext2_changed_vs_base"] = changed if changed == ALL else sorted(changed)
-        out = run_test(res.image, test, timeout, prog, log, "check", known=known,
-                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=changed)
+        choose_accel(prog)      # here, not in a guest's thread: it may probe KVM
+    return {"row": row, "key": key, "build": res, "known": known, "changed": changed,
+            "spent": time.monotonic() - t0}
+
+
+def finish_commit(cell, timeout, prog):
+    """check_commit()'s second half: the boot of a prepare_commit() cell
+    with a built image (in a guest slot), its verdict and its record;
+    returns the row."""
+    row, res, known = cell["row"], cell["build"], cell["known"]
+    flavour, test = row["flavour"], row["test"]
+    t0 = time.monotonic()
+    excuse = None
+    if res is not None:
+        out = run_test(res.image, test, timeout, prog, row["log"], "check", known=known,
+                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=cell["changed"])
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]
         row["reports"] = out["reports"]
         row["accel"] = out["accel"]         # the accelerator its guest ran under
         excuse = out.get("excuse")
-    row["seconds"] = round(time.monotonic() - t0, 1)
+    row["seconds"] = round(cell["spent"] + time.monotonic() - t0, 1)
     row["passed"] = cells_pass(row["cells"])
     if row["cells"]["boot"] == "-":
         pass                # no image booted: nothing to record
-    elif cache_key(flavour, test) != key:
+    elif cache_key(flavour, test) != cell["key"]:
         prog.say("%s: not recorded: the test's inputs (ci/guest or the flavour's fragments) "
-                 "changed during the run" % commit[:12])
+                 "changed during the run" % row["commit"][:12])
     else:
-        record_run(cache_path(tree, flavour, test, row["accel"]), row, known, excuse)
+        record_run(cache_path(row["tree"], flavour, test, row["accel"]), row, known, excuse)
     return row
 
 
