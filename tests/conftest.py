@@ -224,6 +224,7 @@ class Kit:
         self.fake_dpkg(DEBVER)
         self.fake_apt({})
         # the project repo: patches/base for 9.9, ci/kconfig, ci/guest/init
+        # and the guest scripts (ci/guest/scripts/, this checkout's)
         (self.repo / "patches").mkdir()
         self.write_base(sha256(self.tarball))
         (self.repo / "patches" / "series").write_text("")
@@ -234,6 +235,7 @@ class Kit:
         (kc / "lockstat.config").write_text("CONFIG_LOCK_STAT=y\n")
         (self.repo / "ci" / "guest").mkdir()
         (self.repo / "ci" / "guest" / "init").write_text("#!/bin/busybox sh\necho init\n")
+        shutil.copytree(ROOT / "ci" / "guest" / "scripts", self.repo / "ci" / "guest" / "scripts")
         self.git("init", "-q", cwd=self.repo)
         self.commit_repo("initial")
 

@@ -316,7 +316,7 @@ def test_lockstat_dump_awk_in_busybox(tmp_path):
     """The guest-side filter keeps the contended classes with their sites."""
     fake = tmp_path / "lock_stat"
     fake.write_text(FAKE_LOCK_STAT)
-    script = benchlib.SCRIPT_HEAD % {"loadfile": "x"} + \
+    script = benchlib.script_head("x") + \
         'LOCK_STAT=%s\nlockstat_dump statfs\n' % fake
     proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -349,7 +349,7 @@ def test_dbench_wrapper_in_busybox(tmp_path):
     (bindir / "dbench").chmod(0o755)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    script = (benchlib.SCRIPT_HEAD % {"loadfile": "/x"}).replace("/mnt/db", str(mnt / "db")) \
+    script = benchlib.script_head("/x").replace("/mnt/db", str(mnt / "db")) \
         + "run_dbench 1 2\n"
     env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]))
     proc = subprocess.run([BUSYBOX, "sh", "-c", script], capture_output=True, text=True,

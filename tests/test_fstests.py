@@ -20,7 +20,7 @@ from conftest import FORK, PYTHON, ROOT
 from forkkit.build import kbuild, kconfig, make
 from forkkit.guest import fsroot
 from forkkit.repo import debian
-from forkkit.verify import fstests, fstests_run as cmd_fstests
+from forkkit.verify import fsrecord, fstests, fstests_run as cmd_fstests
 from forkkit.core.errors import ForkError
 
 XUNIT = """<?xml version="1.0" encoding="UTF-8"?>
@@ -606,8 +606,8 @@ def run_main(*argv):
 
 
 def stores(rec):
-    """The kernels' records in a --record directory (not its scripts/)."""
-    return [d for d in sorted(rec.iterdir()) if d.name != "scripts"]
+    """The kernels' records in a --record directory."""
+    return sorted(rec.iterdir())
 
 
 def test_pipeline_new_failure_exits_1(pipeline, capsys):
@@ -927,7 +927,7 @@ def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
 def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     """A run stops at the time limit; the next one runs on a machine
     without work/ and asks each kernel only for what the record lacks."""
-    rec = tmp_path / "repo-fstests"
+    rec = tmp_path / "records" / "fstests" / "7.3"
     tests = ["generic/001", "generic/002", "generic/013"]
     pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
                             "series-7.3.bzImage": {"generic/002": "notrun"}}
@@ -946,10 +946,13 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
         assert (d / "boot-1" / "result.xml").read_text().count("<testcase") == 1
         assert (d / "boot-1" / "e2fsck.txt").exists()
         # which harness ran it: its key, and its guest script once in the
-        # record's directory, without the test list (tests.json has the
-        # tests) and with the time limit the boot names set to 1
+        # store beside the record's directory (every version's records
+        # share it), without the test list (tests.json has the tests) and
+        # with the time limit the boot names set to 1
         assert not (d / "boot-1" / "guest-script.sh").exists()
-        script = (rec / "scripts" / (boot["guest_script"] + ".sh")).read_text()
+        path = rec.parent / "scripts" / (boot["guest_script"] + ".sh")
+        assert fsrecord.script_path(d, boot["guest_script"]) == str(path)
+        script = path.read_text()
         assert hashlib.sha256(script.encode()).hexdigest() == boot["guest_script"]
         assert "fork-tests <<'FORK_EOF'\nTESTS\nFORK_EOF" in script
         assert "generic/0" not in script and boot["time_limit_s"] >= 60
@@ -986,9 +989,11 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     for name in names:
         assert sorted(json.loads((rec / name / "tests.json").read_text())) == tests
         assert (rec / name / "boot-2" / "result.xml").exists()
-    # four boots, one harness: one script
+    # four boots, one harness: one script, in the store the versions share
     boot = json.loads((rec / names[0] / "boots.json").read_text())[0]
-    assert [p.name for p in (rec / "scripts").iterdir()] == [boot["guest_script"] + ".sh"]
+    assert [p.name for p in (rec.parent / "scripts").iterdir()] == \
+        [boot["guest_script"] + ".sh"]
+    assert sorted(p.name for p in rec.iterdir()) == sorted(names)
 
 
 def test_a_recorded_boot_stays_as_the_record_has_it(pipeline, tmp_path):

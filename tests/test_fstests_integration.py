@@ -8,8 +8,8 @@ clone, in ~/.cache/fork-kit/fstests-roots/, see fsroot.py), the Debian
 mirror of the machine's apt sources, and fstests from
 ci/fstests/source.conf (the local bundle here).
 
-* the CI selection (CI_TESTS, measured in FSTESTS.md: about 9 minutes
-  for base and series together) on distro/7.3 vs series/7.3: no new
+* the CI selection (CI_TESTS: about 9 minutes for base and series
+  together under TCG) on distro/7.3 vs series/7.3: no new
   failure, and the tests really ran (passes on both kernels, not all
   notrun), e2fsck clean, no kernel report on the series only;
 * tests/data/fault-bfree.patch (every 16th block allocation miscounts the
@@ -35,8 +35,7 @@ DATA = TOP / "tests" / "data"
 # fsstress (013; 070 with xattrs), truncfile (014), fsx buffered (075),
 # O_DIRECT (091) and AIO (112), and the quota charged for what is
 # allocated by buffered, direct and mmap writes (219).  Measured on 7.3
-# under TCG: ~130 s of tests and ~100 s of boot and setup per kernel
-# (FSTESTS.md).
+# under TCG: ~130 s of tests and ~100 s of boot and setup per kernel.
 CI_TESTS = ["generic/013", "generic/014", "generic/070", "generic/075", "generic/091",
             "generic/112", "generic/219"]
 # must pass, not be 'not run': the quota tests run only if the guest finds
@@ -48,7 +47,7 @@ FAULT_TESTS = ["generic/013", "generic/014"]
 
 # The CI selection is in CI: the guest root (debootstrap and the fstests
 # build, ~16 minutes) is made once per machine and shared by every clone,
-# so CI spends the ~13 minutes of runs (FSTESTS.md) on it.
+# so CI spends the ~13 minutes of runs on it.
 pytestmark = [pytest.mark.skipif(os.environ.get("FORK_INTEGRATION") != "1" or
                                  os.environ.get("FORK_FSTESTS") == "0",
                                  reason="fstests integration tests need FORK_INTEGRATION=1 "

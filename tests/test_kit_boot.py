@@ -348,7 +348,7 @@ def test_base_archive_and_command(kit, tmp_path):
 
 def test_boot_passes_the_flavour_boot_arguments_before_the_users(tmp_path, monkeypatch):
     """`boot --config kasan` boots with the arguments check and bisect give a
-    kasan kernel (acpi=noirq: without it the boot can hang, CHECKS.md), then
+    kasan kernel (acpi=noirq: without it the boot can hang, guest/qemu.py), then
     --append; the base flavour adds nothing."""
     from forkkit.verbs import boot as verb
     kernel = tmp_path / "bzImage"

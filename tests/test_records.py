@@ -15,7 +15,11 @@ script became one file per harness); what they say may not:
   those at BEFORE;
 * every records/fstests/<ver>/quick.md is what `fstests --markdown` writes
   from the records beside it (all but the fstests URL, which no record
-  holds), so the records regenerate it byte for byte.
+  holds), so the records regenerate it byte for byte;
+* every guest script a store per version held at SCRIPTS_PER_VERSION (the
+  last commit with records/fstests/<ver>/scripts/) is in the one store of
+  every version, records/fstests/scripts/, with the same bytes, and every
+  script a boot names is there.
 
 And they are data: no path of the machine that made them (nor in any
 document), no program, no name that says when in the work they were made,
@@ -49,6 +53,10 @@ OLD_LAYOUT = {"checks": "records/checks", "fstests": "records/fstests"}
 # The last commit of the move to records/.
 AFTER = "c115545357bb6089be37da833317875d4a656d66"
 NEW_LAYOUT = {"records/checks": "records/checks", "records/fstests": "records/fstests"}
+# The last commit with a store of guest scripts per version
+# (records/fstests/<ver>/scripts/); after it, one store for every version.
+SCRIPTS_PER_VERSION = "1c0943a2817cc07deb90c774dd72d0b3ef8908de"
+FSTESTS = REPO / "records" / "fstests"
 
 
 def old_records(dest, commit=BEFORE, layout=OLD_LAYOUT):
@@ -253,7 +261,7 @@ def test_no_code_in_records():
             or (text_of(r) or "").startswith("#!") and not r.endswith(".cmd")]
     assert code == []
     shells = [r for r in rels if r.endswith(".sh")]
-    assert shells and all(re.match(r"records/fstests/[^/]+/scripts/[0-9a-f]{64}\.sh$", r)
+    assert shells and all(re.match(r"records/fstests/scripts/[0-9a-f]{64}\.sh$", r)
                           for r in shells), shells
 
 
@@ -269,25 +277,67 @@ def test_no_name_in_records_says_when_in_the_work_it_was_made():
 
 
 def test_each_boot_names_its_guest_script_kept_once():
-    """A boot's guest script is records/fstests/<ver>/scripts/<sha256>.sh,
-    without the test list (tests.json holds the tests): one file per
-    harness however many boots ran it."""
+    """A boot's guest script is records/fstests/scripts/<sha256>.sh, in the
+    one store every version's records share, without the test list
+    (tests.json holds the tests): one file per harness however many boots
+    of however many versions ran it."""
     named = collections.Counter()
-    for bj in (REPO / "records" / "fstests").glob("*/*/boots.json"):
+    versions = collections.defaultdict(set)
+    for bj in FSTESTS.glob("*/*/boots.json"):
         assert not list(bj.parent.glob("boot-*/guest-script.sh"))
         for b in json.loads(bj.read_text()):
             if not b.get("guest_script"):
                 assert not b.get("harness") or b.get("kit") is None, (bj, b["n"])
                 continue
-            script = bj.parent.parent / "scripts" / (b["guest_script"] + ".sh")
+            script = FSTESTS / "scripts" / (b["guest_script"] + ".sh")
+            assert fsrecord.script_path(str(bj.parent), b["guest_script"]) == str(script)
+            assert script.is_file(), (bj, b["n"], b["guest_script"])
             text = script.read_text()
             assert hashlib.sha256(text.encode()).hexdigest() == b["guest_script"]
             assert b["guest_script"].startswith(b["harness"])
             assert "fork-tests <<'FORK_EOF'\nTESTS\nFORK_EOF" in text
             assert "( sleep 1; echo FSTESTS-TIME-LIMIT;" in text
             named[script] += 1
-    kept = list((REPO / "records" / "fstests").glob("*/scripts/*.sh"))
+            versions[script].add(bj.parent.parent.name)
+    kept = list(FSTESTS.glob("scripts/*.sh"))
     assert sorted(kept) == sorted(named) and sum(named.values()) > 2 * len(kept)
+    # no store per version, and a script that several versions ran, once
+    assert list(FSTESTS.glob("*/scripts")) == []
+    assert any(len(v) > 1 for v in versions.values())
+
+
+def test_the_scripts_of_the_stores_per_version_are_all_in_the_shared_one():
+    """What records/fstests/<ver>/scripts/ held at SCRIPTS_PER_VERSION,
+    every version's, is in records/fstests/scripts/, byte for byte, under
+    the same name (its sha256); and each version's boots named only
+    scripts of their own version's store then, all of which are kept."""
+    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
+                       SCRIPTS_PER_VERSION + "^{commit}"], capture_output=True).returncode:
+        pytest.skip("commit %s is not in this clone (fetch the whole history)"
+                    % SCRIPTS_PER_VERSION[:12])
+    listing = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only",
+                              SCRIPTS_PER_VERSION, "records/fstests"], capture_output=True,
+                             text=True, check=True).stdout.split()
+    old = [p for p in listing if re.match(r"records/fstests/[^/]+/scripts/[0-9a-f]{64}\.sh$", p)]
+    assert len(old) == 6 and len({p.rsplit("/", 1)[1] for p in old}) == 3
+    for path in old:
+        data = subprocess.run(["git", "-C", str(REPO), "show", "%s:%s" % (SCRIPTS_PER_VERSION,
+                                                                         path)],
+                              capture_output=True, check=True).stdout
+        name = path.rsplit("/", 1)[1]
+        assert hashlib.sha256(data).hexdigest() + ".sh" == name
+        assert (FSTESTS / "scripts" / name).read_bytes() == data, path
+    for path in listing:
+        if not path.endswith("/boots.json"):
+            continue
+        ver = path.split("/")[2]
+        boots = json.loads(subprocess.run(
+            ["git", "-C", str(REPO), "show", "%s:%s" % (SCRIPTS_PER_VERSION, path)],
+            capture_output=True, text=True, check=True).stdout)
+        for b in boots:
+            if b.get("guest_script"):
+                assert "records/fstests/%s/scripts/%s.sh" % (ver, b["guest_script"]) in old
+                assert (FSTESTS / "scripts" / (b["guest_script"] + ".sh")).is_file()
 
 
 @pytest.mark.parametrize("profile", [None, fstests.make_profile(1024)])

@@ -21,8 +21,8 @@ reason:
 
 The series head itself passes faults-mount (the control).  And the kasan
 flavour's own boot: the series head's kasan smoke run reaches /init without
-waiting for the ACPI interpreter (acpi=noirq; the hang it prevents is in
-CHECKS.md).
+waiting for the ACPI interpreter (acpi=noirq; the hang it prevents is
+described at KASAN_BOOT_ARGS in guest/qemu.py).
 
 All are opt-in (about 5-10 minutes each with a warm ccache, more cold):
 FORK_SANITIZERS=1.  The faults one passes since 2026-12-04: the guest
@@ -157,7 +157,7 @@ def test_kasan_boot_does_not_wait_for_the_acpi_interpreter(tmp_path):
     """The kasan flavour boots with acpi=noirq: without it ACPICA spent
     ~30 s of a KASAN guest's boot in the PCI root's _PRT method, and when
     that passed its 30 s loop limit (AE_AML_LOOP_TIMEOUT) the virtio disk
-    had no interrupt and the boot hung (CHECKS.md).  The series head's
+    had no interrupt and the boot hung (guest/qemu.py, KASAN_BOOT_ARGS).  The series head's
     kasan smoke run must pass and reach /init within 25 s of guest time
     (6.8-13.6 s measured with the argument, 29-35 s without; guest time
     under TCG stretches with the host's load)."""

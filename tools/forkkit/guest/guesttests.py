@@ -9,55 +9,13 @@ import re
 from ..core.errors import ForkError
 from ..core.paths import ensure_dir, repo_root, wpath
 from ..core.proc import run, which
+from . import scripts
 
-# failslab and fail_page_alloc: quiet, and for every allocation (also
-# those that may sleep, order 0 and highmem); what arms them is up to the
-# test (fail-nth or task-filter with a probability).
-FAULTS_SETUP = """set -e
-d=/sys/kernel/debug
-[ -d $d/failslab ] || { echo "FAIL: no failslab in debugfs: boot a fault injection kernel (--config faults)"; exit 1; }
-for a in failslab fail_page_alloc; do
-	echo 0 > $d/$a/verbose
-	echo N > $d/$a/ignore-gfp-wait
-done
-echo N > $d/fail_page_alloc/ignore-gfp-highmem
-echo 0 > $d/fail_page_alloc/min-order"""
-
-def dirsync_script(name, mount, sep, at_least, report=""):
-    """The guest script of a DIRSYNC test: 1000 creates and unlinks
-    (createbench) in a directory that is not DIRSYNC must leave the disk
-    fewer than 100 writes (periodic writeback, not one write per change);
-    mounted again with `dirsync` (`sep` joins it to the options in
-    `mount`: "," when `mount` has -o already), at least `at_least`: every
-    change written before the call returns.  `report` runs before the last
-    umount (fsreport for ext2's counts)."""
-    opts = "%s%sdirsync" % (mount, sep) if sep else "%s -o dirsync" % mount
-    return """set -e
-writes() { awk '{ print $5 }' /sys/block/vda/stat; }
-changes() {
-	sync
-	w0=$(writes)
-	createbench -n 100 -m 5 /mnt/d
-	n=$(( $(writes) - w0 ))
-	echo "%(name)s: $1: $n disk writes for 1000 directory changes"
-}
-mount %(mount)s /dev/vda /mnt
-mkdir /mnt/d
-changes "not DIRSYNC"
-[ "$n" -lt 100 ] || { echo "FAIL: $n disk writes for 1000 changes of a directory that is not DIRSYNC: each change is written synchronously"; exit 1; }
-umount /mnt
-mount %(opts)s /dev/vda /mnt
-changes "mounted -o dirsync"
-[ "$n" -ge %(at_least)d ] || { echo "FAIL: $n disk writes for 1000 changes of a DIRSYNC directory: changes are not all written synchronously"; exit 1; }
-rmdir /mnt/d
-%(report)s
-umount /mnt
-""" % {"name": name, "mount": mount, "opts": opts, "at_least": at_least, "report": report}
-
-
-# name -> (image size, mke2fs block size, guest script[, options]). The
-# scripts use the static programs of ci/guest (in the guest's /bin) and
-# busybox.  options: "expect": [regex, ...]: kernel reports the test
+# name -> (image size, mke2fs block size, guest script[, options]).  The
+# guest script is a template of ci/guest/scripts/ (scripts.render(); its
+# README says what each holds), filled in with the options' "params"
+# ({NAME: value}, none by default).  The scripts use the static programs
+# of ci/guest (in the guest's /bin) and busybox.  options: "expect": [regex, ...]: kernel reports the test
 # provokes on purpose (e.g. an ext2 error it triggers); each must appear in
 # the console, and only console lines matching one of them are excused.
 # "allow": [regex, ...]: reports the test may provoke (injected faults),
@@ -75,85 +33,22 @@ umount /mnt
 TESTS = {
     # create/write/read back/truncate/unlink across directories from 2
     # tasks, statfs in between, then the seed workload in two directories.
-    "smoke": ("128M", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-stress -p 2 -o 1500 -s 1 /mnt
-mkdir /mnt/a /mnt/b
-seedload -n 9 -m 200 /mnt/a /mnt/b
-rmdir /mnt/a /mnt/b
-fsreport /mnt
-umount /mnt
-"""),
+    "smoke": ("128M", 1024, "smoke.sh"),
     # the longer multi-task stress (then once with every task in one
     # directory, so in one block group) plus fill-to-ENOSPC (for debug
     # kernels).
-    "stress": ("64M", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-stress -p 4 -t 40 -s 7 /mnt > /tmp/stress.out
-cat /tmp/stress.out
-grep -q " dio=[1-9]" /tmp/stress.out || { echo "FAIL: stress made no O_DIRECT write"; exit 1; }
-stress -p 4 -t 20 -s 5 -S /mnt
-mkdir /mnt/a /mnt/b /mnt/c
-seedload -n 16 -m 300 /mnt/a /mnt/b /mnt/c /mnt/c
-rmdir /mnt/a /mnt/b /mnt/c
-fillspace -p 3 /mnt
-stress -p 2 -t 20 -s 11 /mnt
-fsreport /mnt
-umount /mnt
-mount -t ext2 -o ro /dev/vda /mnt
-fsreport /mnt
-umount /mnt
-"""),
+    "stress": ("64M", 1024, "stress.sh"),
     # a short seedload run (three tasks, two sharing a directory): bisect's
     # quick test.
-    "seed": ("64M", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-mkdir /mnt/a /mnt/b
-seedload -n 9 -m 200 /mnt/a /mnt/b /mnt/b
-rmdir /mnt/a /mnt/b
-fsreport /mnt
-umount /mnt
-"""),
+    "seed": ("64M", 1024, "seed.sh"),
     # errors=remount-ro, then a repair through the block device while
     # read-only (a corrupted directory block restored, 100 leaked blocks
     # freed, the error flag cleared: what e2fsck -fy does), then remount
     # read-write: statfs must report the repaired free counts.  The ext2
     # error is provoked on purpose, so the test names it ("expect"): it must
     # appear on the console, and only it is excused.
-    "repair-remount": ("64M", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-mkdir /mnt/d
-echo x > /mnt/d/f
-ino=$(stat -c %i /mnt/d)
-umount /mnt
-blk=$(ext2poke /dev/vda iblock $ino)
-dd if=/dev/vda of=/tmp/dirblock bs=1024 skip=$blk count=1 2>/dev/null
-first=$(ext2poke /dev/vda leak 0 100)
-dd if=/dev/zero of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
-sync
-mount -t ext2 -o errors=remount-ro /dev/vda /mnt
-seedload -n 9 -m 50 /mnt
-if cat /mnt/d/f > /dev/null 2>&1; then echo "FAIL: corrupted directory read"; exit 1; fi
-dmesg | grep -q "error: remounting filesystem read-only" || { echo "FAIL: no ext2 error"; exit 1; }
-grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts || { echo "FAIL: not read-only after the error"; exit 1; }
-dd if=/tmp/dirblock of=/dev/vda bs=1024 seek=$blk count=1 conv=notrunc 2>/dev/null
-ext2poke /dev/vda unleak 0 $first 100
-ext2poke /dev/vda clear-error
-sync
-echo 3 > /proc/sys/vm/drop_caches
-mount -o remount,rw /mnt
-cat /mnt/d/f > /dev/null
-seedload -n 9 -m 50 /mnt
-fsreport /mnt > /tmp/statfs
-ext2poke /dev/vda sums > /tmp/sums
-cat /tmp/statfs /tmp/sums
-s=$(tr ' ' '\\n' < /tmp/statfs | sed -n 's/^bfree=//p')
-g=$(tr ' ' '\\n' < /tmp/sums | sed -n 's/^bfree=//p')
-[ -n "$s" ] && [ "$s" = "$g" ] || { echo "FAIL: statfs bfree=$s, group descriptors $g"; exit 1; }
-rm -r /mnt/d
-fsreport /mnt
-umount /mnt
-""", {"expect": [r"EXT2-fs \(vda\): error: "]}),
+    "repair-remount": ("64M", 1024, "repair-remount.sh",
+                       {"expect": [r"EXT2-fs \(vda\): error: "]}),
     # emergency remount (sysrq-u: read-only with SB_FORCE, no writer
     # drain) while 4 tasks append to their own file through a descriptor
     # opened before (such writes go on allocating while the filesystem is
@@ -172,119 +67,26 @@ umount /mnt
     # must both counts after a reload with no writer running (the
     # read-only repair case) and after the filesystem is mounted again.
     # 2048 groups of 1024 blocks, so that the reload's scan lasts.
-    "emergency-remount": ("2G", 1024, """set -e
-compare() {
-	fsreport /mnt > /tmp/statfs
-	ext2poke /dev/vda sums > /tmp/sums
-	s=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^bfree=//p")
-	g=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^bfree=//p")
-	si=$(tr ' ' '\\n' < /tmp/statfs | sed -n "s/^ffree=//p")
-	gi=$(tr ' ' '\\n' < /tmp/sums | sed -n "s/^ffree=//p")
-	[ -n "$s" ] && [ -n "$g" ] && [ -n "$si" ] && [ -n "$gi" ] || { echo "FAIL: $1: no counts: $(cat /tmp/statfs /tmp/sums)"; exit 1; }
-	delta=$((s - g))
-	[ "$si" = "$gi" ] || { echo "FAIL: $1: statfs ffree=$si, group descriptors $gi"; exit 1; }
-}
-mount -t ext2 /dev/vda /mnt
-for d in a b c d; do
-	mkdir /mnt/$d
-	( exec 3>> /mnt/$d/f
-	while [ ! -e /tmp/stop ]; do
-		c=$(cat /tmp/pause 2>/dev/null || true)
-		if [ -n "$c" ]; then touch /tmp/paused.$d.$c; sleep 0.02; continue; fi
-		dd if=/dev/zero bs=64k count=32 >&3 2>/dev/null || true
-		truncate -s 0 /mnt/$d/f 2>/dev/null || true
-	done ) &
-done
-sleep 2
-i=0
-off=0
-max=0
-end=$(( $(date +%s) + 90 ))
-while [ $i -lt 40 ] && [ $(date +%s) -lt $end ]; do
-	echo u > /proc/sysrq-trigger
-	n=0
-	until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
-		n=$((n + 1))
-		[ $n -lt 400 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
-		sleep 0.02
-	done
-	mount -o remount,rw /mnt
-	echo $i > /tmp/pause.new
-	mv /tmp/pause.new /tmp/pause
-	for d in a b c d; do
-		until [ -e /tmp/paused.$d.$i ]; do sleep 0.02; done
-	done
-	compare "cycle $i"
-	if [ $delta -ne 0 ]; then
-		echo "cycle $i: statfs bfree=$s, group descriptors $g: $delta"
-		off=$((off + 1))
-		a=${delta#-}
-		[ $a -le $max ] || max=$a
-		[ $a -le 8256 ] || { echo "FAIL: cycle $i: statfs bfree=$s, group descriptors $g: more than the 8256 blocks the writers can have in flight"; exit 1; }
-	fi
-	rm -f /tmp/pause
-	i=$((i + 1))
-done
-echo "emergency remount cycles: $i, free blocks off in $off, by at most $max"
-[ $i -ge 10 ] || { echo "FAIL: only $i emergency remount cycles"; exit 1; }
-touch /tmp/stop
-wait
-echo u > /proc/sysrq-trigger
-n=0
-until grep -q "^/dev/vda /mnt ext2 ro," /proc/mounts; do
-	n=$((n + 1))
-	[ $n -lt 400 ] || { echo "FAIL: sysrq-u did not remount read-only"; exit 1; }
-	sleep 0.02
-done
-mount -o remount,rw /mnt
-compare "remount read-write with no writer"
-[ $delta -eq 0 ] || { echo "FAIL: remount read-write with no writer: statfs bfree=$s, group descriptors $g"; exit 1; }
-umount /mnt
-mount -t ext2 /dev/vda /mnt
-compare "mounted again"
-[ $delta -eq 0 ] || { echo "FAIL: mounted again: statfs bfree=$s, group descriptors $g"; exit 1; }
-rm -rf /mnt/a /mnt/b /mnt/c /mnt/d
-fsreport /mnt
-umount /mnt
-""", {"mkfs": ["-g", "1024", "-N", "32768"]}),
+    "emergency-remount": ("2G", 1024, "emergency-remount.sh",
+                          {"mkfs": ["-g", "1024", "-N", "32768"]}),
     # s_first_data_block rewritten through the block device while files
     # hold reservation windows, as a fuzzer would; closing the files
     # discards the windows then (nothing allocates or frees while the
     # field is rewritten).  65537 blocks: 8 full groups.
-    "fuzz-first-data-block": ("65537", 1024, """set -e
-mount -t ext2 /dev/vda /mnt
-mkdir /mnt/a /mnt/b
-old=$(ext2poke /dev/vda first-data-block)
-for fuzz in 60000 0; do
-	exec 3>> /mnt/f 4>> /mnt/a/f 5>> /mnt/b/f
-	dd if=/dev/zero bs=4096 count=8 >&3 2>/dev/null
-	dd if=/dev/zero bs=4096 count=8 >&4 2>/dev/null
-	dd if=/dev/zero bs=4096 count=8 >&5 2>/dev/null
-	ext2poke /dev/vda first-data-block $fuzz
-	exec 3>&- 4>&- 5>&-
-	ext2poke /dev/vda first-data-block $old
-done
-rm -r /mnt/f /mnt/a /mnt/b
-stress -p 2 -o 300 -s 5 /mnt
-fsreport /mnt
-umount /mnt
-"""),
+    "fuzz-first-data-block": ("65537", 1024, "fuzz-first-data-block.sh"),
     # fault injection kernels (--config faults).  8192 groups (1024 blocks
     # each; with fewer blocks per group mke2fs needs meta_bg, where stock
     # ext2's statfs reports more free blocks than blocks): mount with the N-th failslab/fail_page_alloc point of the
     # mount failing, N = 1, 2, ... until a mount meets no injected fault;
     # every failed mount returns an error (the errors ext2 prints for it
     # are allowed), kmemleak must find nothing afterwards (the guest init
-    # scans), and the next mount works.
-    "faults-mount": ("8G", 1024, FAULTS_SETUP + """
-failmount /dev/vda /mnt > /tmp/failmount
-cat /tmp/failmount
-grep -q "failed=[1-9]" /tmp/failmount || { echo "FAIL: no mount failed: nothing was injected"; exit 1; }
-mount -t ext2 /dev/vda /mnt
-stress -p 2 -o 300 -s 3 /mnt
-fsreport /mnt
-umount /mnt
-""", {"mkfs": ["-g", "1024", "-N", "65536"], "allow": [r"EXT2-fs \(vda\): error: "]}),
+    # scans), and the next mount works.  faults-setup.sh, which this test
+    # and faults-enospc include, makes failslab and fail_page_alloc quiet
+    # and has them fail any allocation (also those that may sleep, order 0
+    # and highmem); what arms them is up to the test.
+    "faults-mount": ("8G", 1024, "faults-mount.sh",
+                     {"mkfs": ["-g", "1024", "-N", "65536"],
+                      "allow": [r"EXT2-fs \(vda\): error: "]}),
     # fail_make_request on the test disk (5% of its requests fail) under
     # writes, reads and deletes from 4 tasks with the page cache dropped
     # every second, once with errors=continue and once with
@@ -292,65 +94,14 @@ umount /mnt
     # run on 7.3; "expect"), the kernel must not
     # crash or hang, umount must work, and e2fsck -fy must repair the
     # disk to a clean state (the host checks that).
-    "faults-io": ("64M", 1024, """set -e
-fi=/sys/kernel/debug/fail_make_request
-[ -d $fi ] || { echo "FAIL: no $fi: boot a fault injection kernel (--config faults)"; exit 1; }
-echo 0 > $fi/verbose
-echo 1 > $fi/interval
-echo -1 > $fi/times
-io_load() {
-	end=$(( $(date +%s) + 15 ))
-	for t in 1 2 3 4; do
-		( i=0
-		while [ $(date +%s) -lt $end ]; do
-			dd if=/dev/zero of=$1/f$t.$((i % 7)) bs=4k count=$((i % 13 + 1)) conv=fsync 2>/dev/null || true
-			cat $1/f$t.$(((i + 3) % 7)) > /dev/null 2>&1 || true
-			rm -f $1/f$t.$(((i + 5) % 7)) 2>/dev/null || true
-			i=$((i + 1))
-		done ) &
-	done
-	while [ $(date +%s) -lt $end ]; do
-		echo 3 > /proc/sys/vm/drop_caches
-		sleep 1
-	done
-	wait
-}
-for mode in continue remount-ro; do
-	mount -t ext2 -o errors=$mode /dev/vda /mnt
-	mkdir -p /mnt/$mode
-	echo 1 > /sys/block/vda/make-it-fail
-	echo 5 > $fi/probability
-	io_load /mnt/$mode
-	echo 0 > $fi/probability
-	echo 0 > /sys/block/vda/make-it-fail
-	grep " /mnt " /proc/mounts
-	umount /mnt
-done
-n=$(dmesg | grep -c -e "I/O error" -e "EXT2-fs (vda): error" || true)
-echo "I/O error and ext2 error lines: $n"
-[ "$n" -gt 0 ] || { echo "FAIL: no I/O error was injected"; exit 1; }
-""", {"expect": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
+    "faults-io": ("64M", 1024, "faults-io.sh",
+                  {"expect": [r"EXT2-fs \(vda\): error"], "repair": True, "statfs": False}),
     # fill to ENOSPC with 3% of the fill tasks' slab and page allocations
     # failing (after a first fill without faults has every bitmap and
     # inode table block in the cache), then delete everything: the free
     # counts must be back exactly where they were (fillspace checks it,
     # then the host: e2fsck, superblock = descriptors = statfs).
-    "faults-enospc": ("64M", 1024, FAULTS_SETUP + """
-for a in failslab fail_page_alloc; do
-	echo Y > $d/$a/task-filter
-	echo 1 > $d/$a/interval
-	echo -1 > $d/$a/times
-	echo 3 > $d/$a/probability
-done
-mount -t ext2 /dev/vda /mnt
-fillspace -p 3 /mnt
-fillspace -f -p 3 /mnt > /tmp/fill
-cat /tmp/fill
-grep -q "injected=[1-9]" /tmp/fill || { echo "FAIL: no fault was injected"; exit 1; }
-stress -p 2 -o 300 -s 9 /mnt
-fsreport /mnt
-umount /mnt
-"""),
+    "faults-enospc": ("64M", 1024, "faults-enospc.sh"),
     # Reservation windows grown side by side: 4 tasks append O_DIRECT
     # writes of 1-7 pages to files of their own in one directory,
     # truncating every 64 writes and keeping 8-block windows (rsvgrow), on
@@ -360,12 +111,7 @@ umount /mnt
     # other tasks' searches and insertions in the same trees.  The kcsan
     # flavour's test for the per-group window locking; e2fsck and the
     # counters judge it under any flavour.
-    "rsv-race": ("128M", 4096, """set -e
-mount -t ext2 /dev/vda /mnt
-rsvgrow -t 40 -b 7 -k 64 -w 8 /mnt /mnt /mnt /mnt
-fsreport /mnt
-umount /mnt
-""", {"mkfs": ["-g", "2048"]}),
+    "rsv-race": ("128M", 4096, "rsv-race.sh", {"mkfs": ["-g", "2048"]}),
     # Directory changes are written synchronously only where DIRSYNC asks
     # for it.  1000 creates and unlinks (createbench) in a directory that
     # is not DIRSYNC: the disk may see a periodic writeback's few writes,
@@ -374,40 +120,39 @@ umount /mnt
     # inode: two writes per change, 1999-2000 measured).  Not covered:
     # chattr +D (busybox-static has no chattr) and rename.  Fails on stock 6.2 .. 7.3, whose
     # ext2_handle_dirsync() writes every change (fixed by fixes/0001,
-    # a patch of its own, not part of the series).
-    "dirsync": ("128M", 4096, dirsync_script("dirsync", "-t ext2", "", 1900, "fsreport /mnt")),
+    # a patch of its own, not part of the series).  dirsync.sh's
+    # parameters: the NAME its lines print, the MOUNT options, the
+    # DIRSYNC_MOUNT options (MOUNT with dirsync), the writes the DIRSYNC
+    # directory must see AT_LEAST, and what to REPORT before the last
+    # umount (fsreport for ext2's counts).
+    "dirsync": ("128M", 4096, "dirsync.sh",
+                {"params": {"NAME": "dirsync", "MOUNT": "-t ext2",
+                            "DIRSYNC_MOUNT": "-t ext2 -o dirsync", "AT_LEAST": 1900,
+                            "REPORT": "fsreport /mnt"}}),
     # The same on minix (mkfs.minix -3 on the host, fsck.minix -f after):
     # minix_handle_dirsync() took the same conversion in 6.3 and writes
     # every change too.  Fails on stock 6.3 .. 7.3 (fixed by the minix
     # patch of the fixes series).
-    "minix-dirsync": ("64M", 1024, dirsync_script("minix-dirsync", "-t minix", "", 1000),
-                      {"fs": "minix", "statfs": False}),
+    "minix-dirsync": ("64M", 1024, "dirsync.sh",
+                      {"fs": "minix", "statfs": False,
+                       "params": {"NAME": "minix-dirsync", "MOUNT": "-t minix",
+                                  "DIRSYNC_MOUNT": "-t minix -o dirsync", "AT_LEAST": 1000,
+                                  "REPORT": ""}}),
     # And on ufs (UFS1, 4.4BSD layout, made by makefs; the kernel's
     # CONFIG_UFS_FS_WRITE): ufs_handle_dirsync() took the same conversion
     # in 6.4.  Fails on stock 6.4 .. 7.3 (fixed by the ufs patch of the
     # fixes series).
-    "ufs-dirsync": ("64M", 8192, dirsync_script("ufs-dirsync", "-t ufs -o ufstype=44bsd",
-                                                ",", 1000),
-                    {"fs": "ufs", "statfs": False}),
+    "ufs-dirsync": ("64M", 8192, "dirsync.sh",
+                    {"fs": "ufs", "statfs": False,
+                     "params": {"NAME": "ufs-dirsync", "MOUNT": "-t ufs -o ufstype=44bsd",
+                                "DIRSYNC_MOUNT": "-t ufs -o ufstype=44bsd,dirsync",
+                                "AT_LEAST": 1000, "REPORT": ""}}),
     # statfs's f_blocks leaves out the metadata overhead except under
     # -o minixdf: bsddf, minixdf, then bsddf again by remount must give
     # the first figure again.  Fails on stock ext2, whose cached overhead
     # keeps the minixdf figure after minixdf is turned off (fixed by the
     # minixdf patch of the fixes series).
-    "minixdf-overhead": ("64M", 1024, """set -e
-blocks() { fsreport /mnt | sed -n 's/.* blocks=\\([0-9]*\\).*/\\1/p'; }
-mount -t ext2 /dev/vda /mnt
-a=$(blocks)
-mount -o remount,minixdf /mnt
-b=$(blocks)
-mount -o remount,bsddf /mnt
-c=$(blocks)
-echo "minixdf-overhead: f_blocks bsddf $a, minixdf $b, bsddf again $c"
-[ "$a" -lt "$b" ] || { echo "FAIL: f_blocks $a under bsddf is not below $b under minixdf"; exit 1; }
-[ "$c" = "$a" ] || { echo "FAIL: f_blocks is $c after the remount back to bsddf, not $a: the overhead was not recomputed"; exit 1; }
-fsreport /mnt
-umount /mnt
-"""),
+    "minixdf-overhead": ("64M", 1024, "minixdf-overhead.sh"),
     # An O_DIRECT|O_DSYNC write that extends i_size inside the file's
     # last allocated block, on a disk without a volatile write cache
     # (QEMU cache=writethrough): when pwrite() returns, the disk must hold
@@ -416,15 +161,7 @@ umount /mnt
     # after setting it, so iomap writes the data with FUA (or, as here,
     # to a write-through disk) and skips generic_write_sync() (fixed by
     # the IOMAP_F_DIRTY patch of the fixes series).
-    "dio-dsync-size": ("64M", 4096, """set -e
-wc=$(cat /sys/block/vda/queue/write_cache)
-[ "$wc" = "write through" ] || { echo "FAIL: vda's write cache is '$wc': the test needs a disk without a volatile write cache (QEMU cache=writethrough)"; exit 1; }
-mount -t ext2 /dev/vda /mnt
-dsyncsize /mnt/f /dev/vda
-rm /mnt/f
-fsreport /mnt
-umount /mnt
-""", {"cache": "writethrough"}),
+    "dio-dsync-size": ("64M", 4096, "dio-dsync-size.sh", {"cache": "writethrough"}),
 }
 
 GuestTest = collections.namedtuple(
@@ -436,12 +173,20 @@ FILESYSTEMS = {"ext2": ("mke2fs", "e2fsprogs"), "minix": ("mkfs.minix", "util-li
                "ufs": ("makefs", "makefs")}
 
 
-def spec(name):
-    """The guest test `name` as a GuestTest."""
+def render(name):
+    """(guest test `name`'s script, [the templates it is made of])."""
     check_test_name(name)
     entry = TESTS[name]
     opts = entry[3] if len(entry) > 3 else {}
-    return GuestTest(name, entry[0], entry[1], entry[2], list(opts.get("expect", [])),
+    return scripts.render(entry[2], opts.get("params"))
+
+
+def spec(name):
+    """The guest test `name` as a GuestTest, its script filled in."""
+    check_test_name(name)
+    entry = TESTS[name]
+    opts = entry[3] if len(entry) > 3 else {}
+    return GuestTest(name, entry[0], entry[1], render(name)[0], list(opts.get("expect", [])),
                      list(opts.get("allow", [])), list(opts.get("mkfs", [])),
                      bool(opts.get("repair")), opts.get("statfs", True),
                      opts.get("cache", "unsafe"), opts.get("fs", "ext2"))
@@ -449,18 +194,26 @@ def spec(name):
 
 def test_key(name):
     """A hash of everything that defines the guest side of a test: its
-    entry in TESTS and ci/guest (programs, init).  The kernel's config is
-    not in it: a base image's evidence is named by the image's sha256,
-    which covers the config, and the check cache adds the flavour's
-    fragments (kernel.cache_key()), so editing one flavour's fragment
-    (fstests.config) does not reset what the others have kept."""
+    entry in TESTS, ci/guest's programs and init, and of ci/guest/scripts/
+    only the templates its script is made of (and the script they make):
+    an edit of a template changes the keys of the tests made of it alone,
+    and every other test keeps the verdicts cached under its key.  The
+    kernel's config is not in it: a base image's evidence is named by the
+    image's sha256, which covers the config, and the check cache adds the
+    flavour's fragments (kernel.cache_key()), so editing one flavour's
+    fragment (fstests.config) does not reset what the others have kept."""
+    text, files = render(name)
     h = hashlib.sha256(name.encode() + repr(TESTS[name]).encode())
     top = os.path.join(repo_root(), "ci", "guest")
-    for dirpath, dirnames, files in os.walk(top):
-        dirnames[:] = sorted(d for d in dirnames if d != "out")
-        for f in sorted(files):
+    for dirpath, dirnames, names in os.walk(top):
+        dirnames[:] = sorted(d for d in dirnames if d != "out"
+                             and not (dirpath == top and d == "scripts"))
+        for f in sorted(names):
             with open(os.path.join(dirpath, f), "rb") as fh:
                 h.update(f.encode() + fh.read())
+    for f in files:
+        h.update(b"\0scripts/" + f.encode() + b"\0" + scripts.read(f))
+    h.update(b"\0script\0" + text.encode())
     return h.hexdigest()[:16]
 
 

@@ -371,19 +371,24 @@ def bench_text(head, prog, base=None):
 
 
 def base_text(info, base):
+    """The base named so that the list can find it: the upstream version
+    and Debian's package.  No base-commit: the snapshot commit exists only
+    in trees that `tools/fork import` made (b4 and the CI bots would look it
+    up upstream and not find it); the tarball's sha256 names it instead."""
     tag = "debian/%s" % dep14(info["Version"])
     if not git(["rev-parse", "--verify", "-q", "refs/tags/%s^{commit}" % tag], check=False):
         tag = None
     intro = textwrap.fill(
-        "Base: Debian's %s %s, which corresponds to upstream stable v%s plus Debian's "
-        "patches.  base-commit below is that source, imported reproducibly from the "
-        "Debian tarball:" % (info["Package"], info["Version"], info["Upstream"]),
+        "Base: v%s as Debian ships it in %s %s (upstream stable v%s plus Debian's "
+        "patches).  That tree is not a public commit, so there is no base-commit "
+        "line; it is the tarball below, imported as one commit:"
+        % (info["Upstream"], info["Package"], info["Version"], info["Upstream"]),
         width=72, break_long_words=False, break_on_hyphens=False)
     return intro + "\n\n" + "\n".join("  %-9s %s" % kv for kv in [
         ("Package:", info["Package"]),
         ("Version:", info["Version"]),
         ("Upstream:", "v" + info["Upstream"]),
-        ("Commit:", base + (" (tag %s)" % tag if tag else "")),
+        ("Commit:", base + (" (tag %s)" % tag if tag else "") + ", not public"),
         ("SHA256:", info["SHA256"] + " (tarball)")])
 
 
@@ -468,7 +473,7 @@ def header(path, name):
 def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH"):
     cmd = ["git"] + FP_CONFIG + [
         "format-patch", "--cover-letter", "--cover-from-description=default", "--numbered",
-        "--subject-prefix=%s" % prefix, "--thread=shallow", "--base=%s" % base, "--signoff",
+        "--subject-prefix=%s" % prefix, "--thread=shallow", "--no-base", "--signoff",
         "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
     if n > 1:
         cmd.append("--reroll-count=%d" % n)

@@ -66,6 +66,17 @@ A later pass of a cell that failed is "flaky: k of n runs failed" and is
 no pass, unless every failed run failed only on reports that the base
 shows too (the rule above, with the base's evidence of the run that
 passed; kernel.judge_runs()).
+
+``--carry records/checks/<ver>/<old head>`` (a directory of tables, or
+one table of it) builds, boots and tests nothing: after a reword of the
+series (new logs, every tree the same) it writes each table of that
+directory again under ``records/checks/<ver>/<new head>/``, same file name,
+a row per commit of RANGE, each with the old row of its tree: the runs and
+cells as recorded (a failure stays a failure), checkpatch run on the new
+commit, and ``carried`` naming the old commit and table.  The flavour and
+test are each table's own.  It refuses, writing nothing, a commit whose
+tree has no row in a table, a row whose tree is no commit's of RANGE, and
+a table that exists.
 """
 
 import json
@@ -74,7 +85,8 @@ from ..build.kconfig import FLAVOURS
 from ..core.paths import check_output_path, workdir_relative
 from ..guest import guesttests
 from ..repo.series import PRIMARY, Series
-from ..verify.check import markdown, run_check
+from ..verify.carry import carry
+from ..verify.check import commits_of, markdown, run_check
 
 HELP = "checkpatch + build + boot + guest ext2 test + e2fsck for every commit"
 
@@ -95,6 +107,9 @@ def add_arguments(p):
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the table as markdown (with what produced it) to this file")
+    p.add_argument("--carry", metavar="DIR",
+                   help="run nothing but checkpatch: carry the tables of records/checks/<ver>/"
+                        "<head> (or one table) to RANGE's commits of the same trees")
 
 
 def main(args):
@@ -102,6 +117,11 @@ def main(args):
         if path:
             check_output_path(path, what)
     series = Series(args.series)
+    if args.carry:
+        return 0 if all(r["passed"] for _, rows in carry(
+            args.carry, series, commits_of(args.range, series),
+            refused=[o for o in ("json", "markdown", "force") if getattr(args, o)])
+            for r in rows) else 1
     rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
     # the files may become records: their paths relative to the work directory
     kept = workdir_relative(rows)

@@ -1,7 +1,8 @@
 """export: the series as a patch set for the mailing list.
 
 ``git format-patch`` of ``distro/<ver>..series/<ver>`` with a cover letter,
-``--thread=shallow``, ``--base=<distro commit>`` and the sender's
+``--thread=shallow``, no ``base-commit:`` (the snapshot is not a public
+commit: the cover letter names the upstream version and the tarball) and the sender's
 ``Signed-off-by`` (``-s``, from ``git var GIT_COMMITTER_IDENT``; the sender is
 also the ``From:``, with the author kept as an in-body From: line when it
 differs).  Subjects are ``[PATCH k/n]`` for v1 -- as git and b4 do, the

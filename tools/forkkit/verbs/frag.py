@@ -21,7 +21,7 @@ from ..core.progress import Progress
 from ..guest import guesttests
 from ..guest.qemu import failure_message, run_guest
 from ..repo.series import default_revs
-from ..verify.frag import SCRIPT, measure, summary
+from ..verify.frag import measure, script, summary
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
 
@@ -41,7 +41,7 @@ def main(args):
         res = build(rev, prog=prog)
         img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
                                     "256M", 1024)
-        boot = run_guest(res.image, SCRIPT, [img], timeout=900, prog=prog, label="frag")
+        boot = run_guest(res.image, script(), [img], timeout=900, prog=prog, label="frag")
         if not boot.ok:
             raise ForkError("frag workload failed on %s: %s" % (rev, failure_message(boot)))
         err = guesttests.fsck(img, need_statfs=False)

@@ -41,8 +41,9 @@ Runs resume per test: the same command skips what already finished
 kernel builds while the base kernel's guest runs.
 ``--record DIR`` keeps each kernel's finished tests, boots, result.xml,
 e2fsck output and xz'd console in ``DIR/<image>-<root>-<packages>-<profile>/``
-and each guest script once in ``DIR/scripts/`` after every boot, to commit
-(``records/fstests/<ver>``; records/README.md): the same command on a
+and each guest script once in ``DIR/../scripts/``, the store every version
+beside DIR shares, after every boot, to commit (``records/fstests/<ver>``
+and ``records/fstests/scripts``; records/README.md): the same command on a
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit
@@ -95,9 +96,9 @@ def add_arguments(p):
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",
                    help="keep each kernel's finished tests in DIR/<kernel store>/ and the "
-                        "guest scripts in DIR/scripts/ (a directory to commit, e.g. "
-                        "records/fstests/<ver>) and continue from what DIR holds: runs on "
-                        "other machines resume there")
+                        "guest scripts in DIR/../scripts/, shared with the versions beside "
+                        "DIR (a directory to commit, e.g. records/fstests/<ver>) and "
+                        "continue from what DIR holds: runs on other machines resume there")
     p.add_argument("--json", help="also write the JSON of every test to this file")
     p.add_argument("--markdown", help="also write the markdown table to this file")
 

@@ -13,6 +13,7 @@ import string
 import types
 
 from ..core.tables import md_table
+from ..guest import scripts
 
 # ---------------------------------------------------------------------------
 # Workloads, sizes and points
@@ -187,37 +188,17 @@ def estimate_seconds(points, quick):
 DBENCH_GUEST = "/usr/bin/dbench"
 DBENCH_LOADFILE = "/usr/share/dbench/client.txt"
 
-SCRIPT_HEAD = r"""set -e
-fail() { echo "BENCH-FAIL: $*"; exit 1; }
-run_dbench() {
-	rm -rf /mnt/db; mkdir /mnt/db
-	rc=0
-	dbench -t "$1" -c %(loadfile)s -D /mnt/db "$2" > /tmp/dbench.out 2>&1 || rc=$?
-	if [ "$rc" -ne 0 ]; then tail -n 20 /tmp/dbench.out; fail "dbench exited $rc"; fi
-	awk '/^Throughput/ { lat = $0; sub(/.*max_latency=/, "", lat); sub(/ .*/, "", lat);
-		printf "RESULT prog=dbench mb_per_s=%%s clients=%%s max_latency_ms=%%s\n", $2, $4, lat;
-		found = ($2 + 0 > 0) } END { exit !found }' /tmp/dbench.out || {
-		tail -n 20 /tmp/dbench.out; fail "no dbench Throughput line (or 0 MB/s)"; }
-	rm -rf /mnt/db
-}
-LOCK_STAT=/proc/lock_stat
-lockstat_reset() { echo 0 > "$LOCK_STAT" || fail "cannot reset $LOCK_STAT"; }
-# The classes of /proc/lock_stat in order of contentions, with their
-# contention sites, up to the first uncontended one (at most 25 classes).
-lockstat_dump() {
-	echo "LOCKSTAT-BEGIN workload=$1"
-	awk '/WARNING/ { print; next }
-	     /class name/ { hdr = 1; next }
-	     !hdr || /^-/ || /^\./ || /^[ \t]*$/ { next }
-	     match($0, /:[ \t]+[0-9]+[ \t]+[0-9]+[ \t]/) {
-		split(substr($0, RSTART + 1), f, " ")
-		top = f[2] + 0 > 0 && ++n <= 25
-		if (!top && $0 ~ /(sbi|bgl)->|s_lock|ext2/) print
-	     }
-	     top { print }' "$LOCK_STAT"
-	echo "LOCKSTAT-END workload=$1"
-}
-"""
+# The guest script of a boot, ci/guest/scripts/bench.sh: BENCH_HEAD (the
+# shell functions: fail, run_dbench with dbench's LOADFILE, lockstat_reset,
+# lockstat_dump), then the POINTS points between a BENCH-BEGIN and a
+# BENCH-END line, as the LINES that guest_script() makes of them
+SCRIPT_FILE = "bench.sh"
+BENCH_HEAD = "bench-head.sh"
+
+
+def script_head(loadfile=DBENCH_LOADFILE):
+    """The shell functions every bench boot starts with (bench-head.sh)."""
+    return scripts.render(BENCH_HEAD, {"LOADFILE": loadfile})[0]
 
 
 def mount_cmds(phase):
@@ -252,9 +233,8 @@ def guest_script(points, lockstat=False, runs=1):
 
     With lockstat=True only the ext2 points run, once, and /proc/lock_stat is
     reset before and dumped after each workload."""
-    lines = [SCRIPT_HEAD % {"loadfile": DBENCH_LOADFILE}]
+    lines = []
     chosen = [(i, p) for i, p in enumerate(points) if not lockstat or p.fs == "ext2"]
-    lines.append('echo "BENCH-BEGIN points=%d"' % len(chosen))
     cur_phase = None
     cur_wl = None
     for n, (i, p) in enumerate(chosen):
@@ -282,8 +262,8 @@ def guest_script(points, lockstat=False, runs=1):
         lines.append("lockstat_dump %s" % cur_wl)
     if cur_phase is not None:
         lines += unmount_cmds(cur_phase)
-    lines.append('echo "BENCH-END points=%d"' % len(chosen))
-    return "\n".join(lines) + "\n"
+    return scripts.render(SCRIPT_FILE, {"LOADFILE": DBENCH_LOADFILE, "POINTS": len(chosen),
+                                        "LINES": lines})[0]
 
 
 # ---------------------------------------------------------------------------

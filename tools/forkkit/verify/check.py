@@ -24,7 +24,7 @@ from ..guest.qemu import qemu_binary
 from ..repo import funcdiff
 from ..repo.git import git, git_ok, require_ktree, rev_parse
 from ..repo.series import Series
-from . import kernel
+from . import carry, kernel
 
 CELLS = kernel.CELLS
 
@@ -56,7 +56,7 @@ def table(rows):
         lines.append("%-12s  %-44s  %-10s  %-5s  %-4s  %-5s  %-6s  %-6s  %5.0fs%s" % (
             r["commit"][:12], r["subject"][:44], c["checkpatch"], c["build"], c["boot"],
             c["test"], c["e2fsck"], c.get("counts", "-"), r["seconds"],
-            " (cached)" if r.get("cached") else "")
+            " (cached)" if r.get("cached") else "") + carry.table_mark(r)
             + ("  " + r["flaky"] if r.get("flaky") else ""))
     return "\n".join(lines)
 
@@ -349,8 +349,8 @@ def markdown(rows, series, flavour, test):
            ""] + md_table(["commit", "subject"] + CELLS + ["time", "image sha256", "kit"], [
                [r["commit"][:12], md_cell(r["subject"])[:60]]
                + [r["cells"].get(c, "-") for c in CELLS]
-               + ["%.0f s%s%s" % (r["seconds"], " (cached)" if r.get("cached") else "",
-                                  " flaky" if r.get("flaky") else ""),
+               + ["%.0f s%s%s%s" % (r["seconds"], " (cached)" if r.get("cached") else "",
+                                    " flaky" if r.get("flaky") else "", carry.mark(r)),
                   (r.get("image_sha256") or "-")[:16], r.get("kit", "-")]
                for r in rows])
     tools = sorted({"%s: %s" % kv for r in rows for kv in r.get("tools", {}).items()})
@@ -379,5 +379,6 @@ def markdown(rows, series, flavour, test):
     if flaky:
         out += ["", "Flaky (runs of the same tree, flavour and test that failed and passed):",
                 ""] + flaky
+    out += carry.notes(rows)
     return "\n".join(out) + "\n"
 

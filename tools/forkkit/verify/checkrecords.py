@@ -7,7 +7,11 @@ in many files, and one run can be in several (a cached row repeats the
 run it was read from, with the same log).  cells() gathers every run of
 every cell once and judges the cell on all of them by the kit's own rule
 (kernel.judge_runs()): "pass", "FAIL", or "flaky: k of n runs failed",
-which is no pass.
+which is no pass.  A row carried to another commit of the same tree
+(``check --carry``, verify/carry.py) holds the runs of the row it came
+from: they are the new commit's runs (a failed one stays failed), and
+where both rows are one cell (a commit the reword left as it was) each
+run counts once, as recorded in the older table.
 
 The committed rows carry no excuse keys (kernel.run_entry()), so no flaky
 cell is excused here.  failures() names what failed each failing run and
@@ -58,18 +62,38 @@ def _run_order(item):
     return os.path.basename(run.get("log") or ""), f
 
 
+def origin(f, row, index):
+    """(file, commit) of the row that a carried row's runs were recorded in
+    (`check --carry`, through carries of carries), or (`f`, its commit)
+    for a row that was not carried; `index`: {(file, commit): row}."""
+    seen = set()
+    while row.get("carried") and (f, row["commit"]) not in seen:
+        seen.add((f, row["commit"]))
+        src = (row["carried"].get("table"), row["carried"].get("commit"))
+        if src not in index:
+            return src          # that table is not on record: it still names the runs
+        f, row = src[0], index[src]
+    return f, row["commit"]
+
+
 def gather(root):
     """{(version, commit, flavour, test): [(file, run, row)]}, each run once
-    (a cached copy of a run that a file holds as run is left out), oldest
-    first; `row` is the file's row that holds the run."""
+    (a cached copy of a run that a file holds as run is left out, and so is
+    a carried one: a row of `check --carry` holds the runs of the row it
+    was carried from), oldest first; `row` is the file's row that holds
+    the run."""
     seen, out = {}, {}
     files = record_files(root)
     rows = [(ver, f, r) for ver, f in files for r in read_rows(root, f)]
-    # the run as it happened before any cached copy of it
-    for ver, f, row in sorted(rows, key=lambda x: bool(x[2].get("cached"))):
+    index = {(f, r["commit"]): r for _, f, r in rows}
+    # the run as it happened before any cached or carried copy of it
+    for ver, f, row in sorted(rows, key=lambda x: bool(x[2].get("cached")
+                                                       or x[2].get("carried"))):
         key = (ver, row["commit"], row.get("flavour"), row.get("test"))
         for n, run in enumerate(kernel.runs_of(row)):
-            ident = run.get("log") or (f, row["commit"], n)
+            # a run is its log; a run without one, its place in the row it
+            # was recorded in
+            ident = run.get("log") or origin(f, row, index) + (n,)
             if (key, ident) not in seen:
                 seen[key, ident] = True
                 out.setdefault(key, []).append((f, run, row))

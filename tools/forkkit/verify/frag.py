@@ -5,18 +5,14 @@ import re
 import statistics
 
 from ..core.proc import run
+from ..guest import scripts
 
-SCRIPT = """set -e
-mount -t ext2 /dev/vda /mnt
-for r in 1 2 3 4; do
-	n=$((r * 64))
-	mkdir /mnt/same$r /mnt/x$r /mnt/y$r /mnt/quad$r
-	seedload -k -n $n -m 2 /mnt/same$r /mnt/same$r
-	seedload -k -n $n -m 2 /mnt/x$r /mnt/y$r
-	seedload -k -n $((n * 8)) -m 1 /mnt/quad$r /mnt/quad$r /mnt/quad$r /mnt/quad$r
-done
-umount /mnt
-"""
+SCRIPT_FILE = "frag.sh"
+
+
+def script():
+    """The guest's workload: ci/guest/scripts/frag.sh."""
+    return scripts.render(SCRIPT_FILE)[0]
 
 
 def fragments(blocks):

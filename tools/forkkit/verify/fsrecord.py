@@ -13,14 +13,18 @@ that kernel has finished into DIR/<store>/, a directory to commit:
     tests.json    every finished test: status, seconds, message
     boots.json    every boot: tests asked and done, e2fsck of both disks,
                   kernel reports, time, its guest script (guest_script,
-                  the sha256 of DIR/scripts/<sha256>.sh) and time limit
+                  the sha256 of DIR/../scripts/<sha256>.sh) and time limit
     boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
 
-and DIR/scripts/<sha256>.sh, each guest script once: the script a boot ran
-without its test list (the tests it finished are in boots.json, their
-results in tests.json) and with the time limit its boot names set to 1,
-which is the text fstests.harness_key() hashes.  Paths in the record are
-relative to the record (boot-<n>/...) or to the work directory.
+and beside DIR, in DIR/../scripts/<sha256>.sh, each guest script once: the
+script a boot ran without its test list (the tests it finished are in
+boots.json, their results in tests.json) and with the time limit its boot
+names set to 1, which is the text fstests.harness_key() hashes.  DIR is
+one kernel version's (records/fstests/<ver>), and one harness runs on
+every version: the versions share that one store (records/fstests/scripts/),
+which holds each script once however many versions' boots ran it.  Paths
+in the record are relative to the record (boot-<n>/...) or to the work
+directory.
 
 <store> is the name of the kit's own store for that kernel
 (<image sha256[:16]>-<root key>-<root packages>-<profile>, and -kvm for
@@ -179,15 +183,30 @@ def script_template(script):
         int(limit.group(1))
 
 
-def save_script(top, path):
-    """The guest script at `path` kept once in top/scripts/<sha256>.sh;
-    returns the boot's keys that name it."""
+def scripts_dir(recdir):
+    """The store of guest scripts that the record of one kernel at `recdir`
+    (DIR/<store>, DIR a version's: records/fstests/<ver>) shares with
+    every record of every version beside it: DIR/../scripts."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(recdir))), SCRIPTS)
+
+
+def script_path(recdir, sha):
+    """Where the guest script that a boot of the record at `recdir` names
+    (its guest_script, a sha256) is kept."""
+    return os.path.join(scripts_dir(recdir), sha + ".sh")
+
+
+def save_script(recdir, path):
+    """The guest script at `path` kept once in the scripts store of the
+    record at `recdir` (scripts_dir()); returns the boot's keys that name
+    it."""
     with open(path) as fh:
         text, limit = script_template(fh.read())
     sha = hashlib.sha256(text.encode()).hexdigest()
-    dest = os.path.join(ensure_dir(os.path.join(top, SCRIPTS)), sha + ".sh")
+    ensure_dir(scripts_dir(recdir))
+    dest = script_path(recdir, sha)
     if not os.path.exists(dest):
-        write_text(dest, text)      # two kernels' records may keep it at once
+        write_text(dest, text)      # records of two kernels may keep it at once
     return {"guest_script": sha, "time_limit_s": limit}
 
 
@@ -197,11 +216,11 @@ def save(recdir, identity, tests, boots, forget=()):
     this work directory or another one) put there meanwhile stays, but
     the results of the tests in `forget` (--fresh).  The files of a boot
     made here are copied into boot-<n>/ (the console xz'd), its guest
-    script into the scripts of the record's directory; paths into the
-    work directory become relative to it; a boot-<n> that the record holds
-    for another boot is refused.  The record is read and written under
-    its own lock (on its directory): two runs of one kernel may save it
-    at once, from one work directory or two."""
+    script into the scripts store (scripts_dir()); paths into the work
+    directory become relative to it; a boot-<n> that the record holds for
+    another boot is refused.  The record is read and written under its
+    own lock (on its directory): two runs of one kernel may save it at
+    once, from one work directory or two."""
     recdir = os.path.abspath(recdir)
     with DirLock(recdir):
         _save(recdir, identity, tests, boots, set(forget))
@@ -240,7 +259,7 @@ def _save(recdir, identity, tests, boots, forget):
                     copy.write(workdir_relative(fh.read()))
             script = os.path.join(b["dir"], "guest-script.sh")
             if os.path.exists(script):
-                b.update(save_script(os.path.dirname(recdir), script))
+                b.update(save_script(recdir, script))
         elif there is not None:
             # a boot once recorded does not change: the record's entry
             # stands (its script, how it was read, its paths), whatever
