@@ -521,6 +521,7 @@ def pipeline(tmp_path, monkeypatch, repo):
     'runs' each test with the outcome in `outcomes[kernel][test]`."""
     work = tmp_path / "work"
     monkeypatch.setenv("FORK_WORKDIR", str(work))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")       # one shard, whatever the machine
     root_img = tmp_path / "root.img"
     root_img.write_bytes(b"\0" * 4096)
     monkeypatch.setattr(fsroot, "ensure_root", lambda prog, log: {

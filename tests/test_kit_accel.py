@@ -3,6 +3,7 @@ host kernel, TCG when the guest does not answer or nothing is built, one
 line that says which."""
 
 import json
+import shutil
 import types
 
 import pytest
@@ -96,23 +97,81 @@ def test_without_dev_kvm_no_guest_boots(machine, monkeypatch):
 
 def test_fstests_boots_name_their_accelerator(pipeline, tmp_path, monkeypatch):  # noqa: F811
     """The fstests guests run under what the probe chose and every boot's
-    record names it; without a built image that is TCG."""
+    record names it; without a built image that is TCG.  What ran under
+    TCG is not reused under KVM: the KVM run is a store of its own, in
+    work/ and in the record, named so and with the accelerator in its
+    kernel.json, and both tests run again there."""
     pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
     rec = tmp_path / "rec"
     assert run_main("generic/001", "--record", str(rec)) == 0
-    for d in stores(rec):
+    tcg = stores(rec)
+    for d in tcg:
         assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == ["tcg"]
+        assert json.loads((d / "kernel.json").read_text())["accel"] == "tcg"
     asked = []
     guest = cmd_fstests.run_guest
 
     def under(*a, kvm=False, **kw):
-        asked.append(kvm)
+        asked.append((kvm, pipeline_tests(a[1])))
         return guest(*a, **kw)
 
     monkeypatch.setattr(cmd_fstests, "run_guest", under)
     monkeypatch.setattr(accel, "choose_once", lambda store, boot, prog: "kvm")
-    assert run_main("generic/002", "--record", str(rec)) == 0
-    assert asked == [True, True]
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
+    assert asked == [(True, ["generic/001", "generic/002"])] * 2
+    kvm = [d for d in stores(rec) if d not in tcg]
+    assert len(kvm) == 2 and all(d.name == t.name + "-kvm" for d, t in zip(kvm, tcg))
+    for d in kvm:
+        assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == ["kvm"]
+        assert json.loads((d / "kernel.json").read_text())["accel"] == "kvm"
+        assert sorted(json.loads((d / "tests.json").read_text())) == ["generic/001",
+                                                                       "generic/002"]
+    for d in tcg:           # as they were
+        assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == ["tcg"]
+        assert list(json.loads((d / "tests.json").read_text())) == ["generic/001"]
+    # and back under TCG: the TCG stores answer for generic/001, not the KVM ones
+    monkeypatch.setattr(accel, "choose_once", lambda store, boot, prog: "tcg")
+    asked.clear()
+    assert run_main("generic/001", "generic/002", "--record", str(rec)) == 0
+    assert asked == [(False, ["generic/002"])] * 2
+
+
+def pipeline_tests(script):
+    """The tests a guest script of fstests.guest_script() asks for."""
+    return script.split("fork-tests <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF")[0].split()
+
+
+def test_a_record_without_an_accelerator_is_tcg(pipeline, tmp_path, monkeypatch):  # noqa: F811
+    """A record made before the kit knew KVM (no accel in kernel.json) is
+    read as TCG's: a TCG run resumes from it, a record that names KVM under
+    a TCG name is refused."""
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    rec = tmp_path / "rec"
+    assert run_main("generic/001", "--record", str(rec)) == 0
     for d in stores(rec):
-        assert [b["accel"] for b in json.loads((d / "boots.json").read_text())] == \
-            ["tcg", "kvm"]
+        meta = json.loads((d / "kernel.json").read_text())
+        del meta["accel"]
+        (d / "kernel.json").write_text(json.dumps(meta))
+    shutil.rmtree(tmp_path / "work")
+    before = len(pipeline["boots"])
+    assert run_main("generic/001", "--record", str(rec)) == 0
+    assert len(pipeline["boots"]) == before             # resumed: nothing ran
+    for d in stores(rec):
+        meta = json.loads((d / "kernel.json").read_text())
+        (d / "kernel.json").write_text(json.dumps(dict(meta, accel="kvm")))
+    shutil.rmtree(tmp_path / "work")
+    assert run_main("generic/001", "--record", str(rec)) == 1
+
+
+def test_auto_without_an_image_asks_again_after_a_build(machine, monkeypatch):
+    """A check looks up its cache before it builds: with FORK_ACCEL=auto and
+    no image to probe with, that answer (TCG) is not kept for the process;
+    once a build brought an image the probe runs, and then its answer is."""
+    monkeypatch.setattr(accel, "_chosen", {})
+    answers = machine.boot(None, None, True)
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "tcg"
+    (machine.store / "a.bzImage").write_bytes(b"x")
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "kvm"
+    assert len(machine.boots) == 1
+    assert accel.choose_once(str(machine.store), answers, Progress("t")) == "kvm"
+    assert len(machine.boots) == 1

@@ -175,18 +175,78 @@ def test_every_slot_waits_for_every_guest(tmp_path, monkeypatch):
 
 def test_slot_count_follows_cores_and_memory(monkeypatch):
     monkeypatch.delenv("FORK_GUEST_SLOTS", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(locks, "cgroup_limits", lambda: (None, None))
+    monkeypatch.setattr(locks, "cpu_count", lambda: 16)
     monkeypatch.setattr(locks, "memory_mb", lambda: 5000)
     assert locks.guest_slot_count() == 2             # memory for two 2 GiB guests
     monkeypatch.setattr(locks, "memory_mb", lambda: 64000)
     assert locks.guest_slot_count() == 8             # two vCPUs each
-    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(locks, "cpu_count", lambda: 1)
     assert locks.guest_slot_count() == 1             # at least one
     monkeypatch.setenv("FORK_GUEST_SLOTS", "3")
     assert locks.guest_slot_count() == 3
     monkeypatch.setenv("FORK_GUEST_SLOTS", "many")
     with pytest.raises(ForkError, match="FORK_GUEST_SLOTS=many: give a number"):
         locks.guest_slot_count()
+
+
+def fake_cgroup(tmp_path, path, limits, root="/"):
+    """A cgroup v2 tree under tmp_path/cgroup mounted (as mountinfo says)
+    with `root` at its top, the process in `path`; `limits` is {cgroup
+    path: {file: text}}.  Returns (the /proc/self/cgroup file, mountinfo)."""
+    top = tmp_path / "cgroup"
+    for cg, files in limits.items():
+        d = top / cg.strip("/")
+        d.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (d / name).write_text(text + "\n")
+    (top / path.strip("/")).mkdir(parents=True, exist_ok=True)
+    proc = tmp_path / "proc-self-cgroup"
+    proc.write_text("1:cpu:/\n0::%s\n" % ("/" + (root.strip("/") + "/" if root != "/" else "")
+                                          + path.strip("/")))
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+        "32 31 0:29 / %s/v1 rw,relatime - cgroup cgroup rw,cpu\n"
+        "41 31 0:38 %s %s rw,relatime - cgroup2 cgroup2 rw\n" % (top, root, top))
+    return str(proc), str(mountinfo)
+
+
+def test_slot_count_follows_the_cgroup(tmp_path, monkeypatch):
+    """The cgroup's cpu.max and memory.max, the least along the path from
+    the process's cgroup up to the mount, bound the slots; without a
+    cgroup v2 (or without limits) the machine's cores and memory do."""
+    monkeypatch.delenv("FORK_GUEST_SLOTS", raising=False)
+    monkeypatch.setattr(locks, "cpu_count", lambda: 16)
+    monkeypatch.setattr(locks, "memory_mb", lambda: 64000)
+    proc, mountinfo = fake_cgroup(tmp_path, "/user.slice/run.scope", {
+        "/": {"cgroup.controllers": "cpu memory"},
+        "/user.slice": {"cpu.max": "600000 100000", "memory.max": str(16 << 30)},
+        "/user.slice/run.scope": {"cpu.max": "max 100000", "memory.max": "max"}})
+    monkeypatch.setattr(locks, "PROC_CGROUP", proc)
+    monkeypatch.setattr(locks, "MOUNTINFO", mountinfo)
+    assert locks.cgroup_limits() == (6.0, 16384)
+    assert locks.guest_slot_count() == 3             # six CPUs: three 2-vCPU guests
+    (tmp_path / "cgroup" / "user.slice" / "run.scope" / "memory.max").write_text(
+        "%d\n" % (5 << 30))
+    assert locks.cgroup_limits() == (6.0, 5120)
+    assert locks.guest_slot_count() == 2             # 5 GiB: two 2 GiB guests
+    (tmp_path / "cgroup" / "user.slice" / "cpu.max").write_text("150000 100000\n")
+    assert locks.guest_slot_count() == 1             # 1.5 CPUs: still one
+    # no cgroup v2 line (a cgroup v1 machine): the machine's
+    (tmp_path / "proc-self-cgroup").write_text("1:cpu:/\n4:memory:/x\n")
+    assert locks.cgroup_limits() == (None, None)
+    assert locks.guest_slot_count() == 8
+
+
+def test_cgroup_of_a_namespace_mounted_below_its_root(tmp_path, monkeypatch):
+    """A cgroup namespace's mount: mountinfo's root names the cgroup at the
+    mount point, /proc/self/cgroup the path from the hierarchy's root."""
+    proc, mountinfo = fake_cgroup(tmp_path, "/job", {
+        "/job": {"cpu.max": "400000 100000", "memory.max": str(8 << 30)}}, root="/ci")
+    monkeypatch.setattr(locks, "PROC_CGROUP", proc)
+    monkeypatch.setattr(locks, "MOUNTINFO", mountinfo)
+    assert locks.cgroup_limits() == (4.0, 8192)
 
 
 def test_each_boot_has_its_own_initramfs(tmp_path, monkeypatch):

@@ -227,7 +227,7 @@ def test_base_evidence_keeps_the_base_ext2_reports(kit, monkeypatch, tmp_path):
     from forkkit.guest import guesttests
     from forkkit.verify import check as cmd_check, kernel
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
-    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    monkeypatch.setattr(kernel, "cached", lambda *key: None)
     monkeypatch.setattr(kbuild, "read_index", lambda path: {"sha256": "a" * 64,
                                                             "ext2_symbols": sorted(EXT2)})
     console = tmp_path / "base.console"
@@ -456,6 +456,7 @@ def test_check_passes_each_commit_what_it_changed(monkeypatch):
     from forkkit.verify import check as cmd_check, kernel
     base, c1, off = "b" * 40, "c" * 40, "d" * 40
     got = {}
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")      # check_commit, cell after cell
     monkeypatch.setattr(cmd_check, "commits_of", lambda rng, series: [base, c1, off])
     monkeypatch.setattr(cmd_check, "rev_parse", lambda rev: base)
     monkeypatch.setattr(cmd_check, "require_ktree", lambda: None)

@@ -167,10 +167,10 @@ def test_base_reports_from_this_run_or_the_cache(kit, monkeypatch):
     got = cmd_check.base_reports("b" * 40, rows, "kcsan", "stress", print)
     assert list(got) == ["S1"] and "/logs/base.console" in got["S1"]
     notes = []
-    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    monkeypatch.setattr(kernel, "cached", lambda *key: None)
     assert cmd_check.base_reports("c" * 40, [], "kcsan", "stress", notes.append) == {}
     assert "has no kcsan/stress result" in notes[0]
-    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: json.loads(
+    monkeypatch.setattr(kernel, "cached", lambda *key: json.loads(
         json.dumps(rows[0])))
     assert list(cmd_check.base_reports("c" * 40, [], "kcsan", "stress", print)) == ["S1"]
 
@@ -221,7 +221,7 @@ def evidence(kit, monkeypatch, tmp_path):
     ext2 function list EXT2; and a helper that makes a base row."""
     from forkkit.verify import check as cmd_check
     monkeypatch.setattr(cmd_check, "git", lambda args: "t" * 40)
-    monkeypatch.setattr(kernel, "cached", lambda tree, flavour, test: None)
+    monkeypatch.setattr(kernel, "cached", lambda *key: None)
     monkeypatch.setattr(kbuild, "read_index", lambda path: {
         "sha256": ("A" if "-cA" in path else "B") * 64, "ext2_symbols": EXT2})
 
@@ -348,6 +348,7 @@ def test_base_evidence_wiring_in_run_check(evidence, monkeypatch):
     base, c1 = "b" * 40, "c" * 40
     added = []
     keys = iter(["k-before", "k-before", "k-before", "k-before"])
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")      # check_commit, cell after cell
     monkeypatch.setattr(guesttests, "test_key", lambda test: next(keys))
     monkeypatch.setattr(cc, "commits_of", lambda rng, series: [base, c1])
     monkeypatch.setattr(cc, "rev_parse", lambda rev: base)

@@ -7,6 +7,7 @@ import time
 
 from .errors import ForkError
 from .paths import ensure_dir, wpath
+from .proc import cpu_count
 
 # The guest a slot is sized for: guest.qemu.run_guest()'s default -smp and -m.
 GUEST_SMP = 2
@@ -62,6 +63,75 @@ class DirLock:
 
 
 
+# where the process's cgroup v2 is named and where the hierarchy is mounted
+PROC_CGROUP = "/proc/self/cgroup"
+MOUNTINFO = "/proc/self/mountinfo"
+
+
+def _read_line(path):
+    try:
+        with open(path) as fh:
+            return fh.readline().strip()
+    except OSError:
+        return None
+
+
+def cgroup_dir(proc_cgroup=None, mountinfo=None):
+    """(the process's cgroup v2 directory, the mount it is under), or None
+    when there is no cgroup v2 (no "0::" line in /proc/self/cgroup, or no
+    cgroup2 mount whose root holds it)."""
+    try:
+        with open(proc_cgroup or PROC_CGROUP) as fh:
+            path = next((line.rstrip("\n")[3:] for line in fh if line.startswith("0::")), None)
+        with open(mountinfo or MOUNTINFO) as fh:
+            mounts = fh.read().splitlines()
+    except OSError:
+        return None
+    if not path or not path.startswith("/"):
+        return None
+    for line in mounts:
+        # id parent major:minor root mount-point options [optional...] - fstype source ...
+        head, sep, tail = line.partition(" - ")
+        fields = head.split()
+        if not sep or len(fields) < 5 or tail.split()[:1] != ["cgroup2"]:
+            continue
+        root, point = fields[3], fields[4].replace("\\040", " ")
+        if root != "/" and path != root and not path.startswith(root.rstrip("/") + "/"):
+            continue
+        rel = path[len(root):] if root != "/" else path
+        here = os.path.normpath(point + "/" + rel.strip("/"))
+        if os.path.isdir(here):
+            return here, os.path.normpath(point)
+    return None
+
+
+def cgroup_limits(proc_cgroup=None, mountinfo=None):
+    """(CPUs, memory in MiB) the process's cgroup v2 and its ancestors allow:
+    the least cpu.max (quota / period, in CPUs) and memory.max along the
+    path up to the mount; None for one that no level limits."""
+    found = cgroup_dir(proc_cgroup, mountinfo)
+    if found is None:
+        return None, None
+    here, top = found
+    cpus = mem = None
+    while True:
+        words = (_read_line(os.path.join(here, "cpu.max")) or "").split()
+        if len(words) == 2 and words[0] != "max":
+            try:
+                quota, period = int(words[0]), int(words[1])
+                if quota > 0 and period > 0:
+                    cpus = quota / period if cpus is None else min(cpus, quota / period)
+            except ValueError:
+                pass
+        limit = _read_line(os.path.join(here, "memory.max"))
+        if limit and limit.isdigit():
+            mb = int(limit) // (1 << 20)
+            mem = mb if mem is None else min(mem, mb)
+        if here == top or len(here) <= len(top):
+            return cpus, mem
+        here = os.path.dirname(here)
+
+
 def memory_mb():
     """The machine's memory in MiB (MemTotal), None if unknown."""
     try:
@@ -76,16 +146,23 @@ def memory_mb():
 
 def guest_slot_count():
     """How many guests may run at once: FORK_GUEST_SLOTS if set, else as many
-    guests of GUEST_SMP vCPUs and GUEST_MEM_MB as the machine has cores and
-    memory for, at least one."""
+    guests of GUEST_SMP vCPUs and GUEST_MEM_MB as the CPUs and memory this
+    process has hold (the machine's, or its cgroup's cpu.max and
+    memory.max where they are less), at least one."""
     env = os.environ.get("FORK_GUEST_SLOTS", "").strip()
     if env:
         if not env.isdigit() or int(env) < 1:
             raise ForkError("FORK_GUEST_SLOTS=%s: give a number of guests >= 1 (or unset it)"
                             % env)
         return int(env)
-    n = (os.cpu_count() or 1) // GUEST_SMP
+    cg_cpus, cg_mem = cgroup_limits()
+    cpus = cpu_count()
+    if cg_cpus is not None:
+        cpus = min(cpus, cg_cpus)
     mem = memory_mb()
+    if cg_mem is not None:
+        mem = cg_mem if mem is None else min(mem, cg_mem)
+    n = int(cpus // GUEST_SMP)
     if mem is not None:
         n = min(n, mem // GUEST_MEM_MB)
     return max(1, n)

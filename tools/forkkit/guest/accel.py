@@ -11,7 +11,11 @@ probed once per machine: the smallest kernel image of the store boots
 under `-accel kvm` with a short timeout and must print PROBE_LINE.  The
 answer is kept in work/accel/kvm-probe.json with the QEMU version and the
 host kernel it was probed on; another QEMU or host kernel probes again.
-Without a built image there is nothing to probe with: TCG, "not probed".
+Without a built image there is nothing to probe with: TCG, "not probed"
+(asked again once an image is built).  The accelerator a verdict was
+produced under is part of its identity (the check cache's key, the
+fstests store's name and kernel.json): a KVM verdict never answers for
+TCG, nor the other way; a record that names none is TCG's.
 bench never asks: its icount mode is TCG's, and KVM is its own option.
 """
 
@@ -19,6 +23,7 @@ import os
 import platform
 import shutil
 import subprocess
+import threading
 
 from ..core.paths import wpath
 from ..core.records import read_json, write_json
@@ -89,13 +94,19 @@ def choose(store, boot, prog):
     """"kvm" or "tcg" for the check and fstests guests; says which, in one
     line, and why.  TCG unless $FORK_ACCEL asks for KVM; with auto, probes
     at most once per QEMU and host kernel."""
+    return _choose(store, boot, prog)[0]
+
+
+def _choose(store, boot, prog):
+    """(choose()'s answer, whether it stands for the rest of the process:
+    not when auto found no image to probe with, which a build may bring)."""
     want = wanted()
     if want == "tcg":
         prog.say("accelerator: TCG (FORK_ACCEL=auto probes KVM, FORK_ACCEL=kvm uses it)")
-        return "tcg"
+        return "tcg", True
     if want == "kvm":
         prog.say("accelerator: KVM (FORK_ACCEL=kvm, not probed)")
-        return "kvm"
+        return "kvm", True
     here = machine()
     path = probe_path()
     known = read_json(path, None)
@@ -104,7 +115,7 @@ def choose(store, boot, prog):
         kernel = smallest_image(store)
         if kernel is None:
             prog.say("accelerator: TCG (KVM not probed: no kernel image built yet)")
-            return "tcg"
+            return "tcg", False
         works, why = probe(kernel, boot)
         known = dict(here, kvm=works, why=why, image=os.path.basename(kernel))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -112,15 +123,24 @@ def choose(store, boot, prog):
     accel = "kvm" if known["kvm"] else "tcg"
     prog.say("accelerator: %s (KVM probe on %s: %s)" % (accel.upper(), known["host_kernel"],
                                                         known["why"]))
-    return accel
+    return accel, True
 
 
 _chosen = {}
+_choosing = threading.Lock()
 
 
 def choose_once(store, boot, prog):
-    """choose(), asked once per process (and work directory)."""
+    """choose(), asked once per process (and work directory), by one
+    thread at a time.  The accelerator names every verdict (the check
+    cache's key, the fstests store's identity), so a process keeps the
+    answer it gave; only auto's "not probed: no image yet" is asked again
+    (after a build there is an image to probe with)."""
     key = probe_path()
-    if key not in _chosen:
-        _chosen[key] = choose(store, boot, prog)
-    return _chosen[key]
+    with _choosing:
+        if key in _chosen:
+            return _chosen[key]
+        got, final = _choose(store, boot, prog)
+        if final:
+            _chosen[key] = got
+        return got

@@ -65,8 +65,11 @@ tests, fstests
     ``xfstests.generic.001``), status pass PASS, fail FAIL, notrun SKIP,
     ``duration`` its seconds, fstests' message in ``misc.message``.
 environment
-    QEMU with TCG and the kit's guest size (guest/qemu.py's defaults: the
-    records do not hold them), in ``environment.comment`` and
+    QEMU, the accelerator the records name (a check run's ``accel``, an
+    fstests record's ``kernel.json``; a record without one is TCG's, as
+    every record was before the kit knew KVM; a check cell whose runs
+    name two is both) and the kit's guest size (guest/qemu.py's defaults:
+    the records do not hold them), in ``environment.comment`` and
     ``environment.misc``; a check run's QEMU and e2fsprogs versions in
     ``misc.tools``.
 
@@ -234,13 +237,21 @@ def _patchsets(commits, series_list):
 # ---------------------------------------------------------------------------
 # the report
 
-def _environment():
+ACCEL_TEXT = {"tcg": "TCG (no KVM)", "kvm": "KVM"}
+
+
+def _environment(accels=("tcg",)):
+    """The environment of a result produced under `accels` (the records'
+    accelerators: one, or a check cell's runs under two)."""
     params = inspect.signature(run_guest).parameters
     smp, mem = params["smp"].default, params["mem"].default
-    return {"comment": "QEMU, TCG (no KVM), x86_64, %s vCPUs, %s MB" % (smp, mem),
-            "misc": {"accel": "tcg", "machine": "qemu-system-x86_64", "smp": smp,
-                     "memory_mb": int(mem), "source": "the kit's guest defaults "
-                     "(guest/qemu.py run_guest()); the records do not hold them"}}
+    accels = sorted(set(accels))
+    return {"comment": "QEMU, %s, x86_64, %s vCPUs, %s MB" % (
+                " and ".join(ACCEL_TEXT.get(a, a) for a in accels), smp, mem),
+            "misc": {"accel": "+".join(accels), "machine": "qemu-system-x86_64", "smp": smp,
+                     "memory_mb": int(mem), "source": "the accelerator from the records "
+                     "(none named: TCG); the size from the kit's guest defaults "
+                     "(guest/qemu.py run_guest()), which the records do not hold"}}
 
 
 def _checkout(commit, info, commits, bases_of_ver, patchsets, base_url):
@@ -310,7 +321,6 @@ def report(root=None, base_url=None, series_list=None):
     for c, info in sorted(commits.items()):
         if IMPORT_RE.match(info["subject"]):
             bases_of_ver.setdefault(info["version"], []).append(c)
-    env = _environment()
 
     checkouts = {c: _checkout(c, info, commits, bases_of_ver, patchsets, base_url)
                  for c, info in commits.items()}
@@ -330,6 +340,9 @@ def report(root=None, base_url=None, series_list=None):
         cell = cells[key]
         runs = [run for _, run in cell["runs"]]
         latest_row = cell["rows"][-1][1]
+        # each run's accelerator; a run entry without one takes its row's
+        env = _environment([run.get("accel") or row.get("accel") or "tcg"
+                            for (_, run), (_, row) in zip(cell["runs"], cell["rows"])])
         for _, row in cell["rows"]:
             for run in runs_of(row):
                 sha = run.get("image_sha256") or row.get("image_sha256")
@@ -373,6 +386,7 @@ def report(root=None, base_url=None, series_list=None):
             tests.append(t)
 
     for ver, store, meta, results in fsrecs:
+        env = _environment([meta.get("accel") or "tcg"])
         build = build_of(meta["commit"], meta["image_sha256"], "fstests")
         build["_values"].append("pass")
         build["misc"].update({"fstests_record": "records/fstests/%s/%s" % (ver, store)})

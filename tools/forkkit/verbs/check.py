@@ -44,11 +44,21 @@ image: the base comes first in the default range; a range without it
 uses the base's recorded row (recorded per kit, pass or fail), and without
 one every report outside ext2 fails.
 
+With several guest slots (``FORK_GUEST_SLOTS``; by default as many
+2-vCPU, 2 GiB guests as the machine or its cgroup holds) the commits are
+still built one at a time, in order, but the boots of built commits run
+side by side, up to one per slot, while the next commits build; the table
+and the records are those of a run commit after commit.  For a sanitizer
+flavour the base's boot ends before the others are judged (its reports
+are their evidence).
+
 Prints a table and exits non-zero if any cell failed.  Every run that
 booted the image, pass or fail, is kept on record (the cache) by the
 commit's tree id, config flavour (its ci/kconfig fragments), guest test
-(ci/guest, its TESTS entry), the kit's code and the QEMU/e2fsprogs versions;
-each names the sha256 of the image that was booted.  A rebase that changes
+(ci/guest, its TESTS entry), the kit's code, the QEMU/e2fsprogs versions
+and the accelerator (TCG, or KVM with $FORK_ACCEL: a verdict under one
+never answers for the other); each names the sha256 of the image that was
+booted.  A rebase that changes
 nothing re-checks nothing; ``--force`` runs them again and adds the run to
 the record.  A failure stays on it: a detector that sees a race only in
 some boots (KCSAN, a race in ``stress``) does not turn green by retrying.

@@ -29,8 +29,9 @@ and brings ``lo`` up for the tests that talk TCP.  After every boot the
 host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
-Results are kept per kernel image (with the root and the profile) in
-``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``: ``tests.json`` and per
+Results are kept per kernel image (with the root, the profile and the
+accelerator) in ``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``
+(``...-kvm/`` for results under KVM, $FORK_ACCEL): ``tests.json`` and per
 boot the console log, fstests' results tree (``result.xml``) and the e2fsck
 output; so a base kernel's results serve every series compared with it.
 Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
@@ -46,7 +47,17 @@ and ``records/fstests/scripts``; records/README.md): the same command on a
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit
-and patches, and profile.
+and patches, profile and accelerator (a record that names none is TCG's).
+Two work directories may share DIR; DIR may not be under
+``work/fstests/kernels``.
+``--shards N`` (default: as many as the machine has guest slots,
+``FORK_GUEST_SLOTS``) splits each kernel's tests into N shards whose summed
+durations are balanced (longest first, each to the shard with the least;
+a test's duration is the median of what the stores in work/, the --record
+directory and records/fstests/ hold for it under the same accelerator,
+the median of those for a test none holds) and boots them at once, a
+guest each; their boots land in the same store and record and give the
+same report as one guest would.
 ``--time-limit S`` bounds the test time (builds not counted): check is
 stopped after its current test and the run ends with what finished.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
@@ -77,6 +88,10 @@ def add_arguments(p):
                    help="mkfs.ext2 -b N for the test and scratch filesystems (%s; "
                    "default: mke2fs's choice, 4096 on the 4 GiB disks); part of every "
                    "record's identity" % ", ".join(map(str, fstests.BLOCK_SIZES)))
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="split each kernel's tests into N shards balanced by their recorded "
+                        "times and boot them at once, a guest each (default: the guest slots, "
+                        "FORK_GUEST_SLOTS; a shard beyond them waits for a free one)")
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",

@@ -8,12 +8,13 @@ import os
 import re
 import shutil
 import time
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from ..build import kbuild
 from ..build.kconfig import SANITIZERS
 from ..build.make import check_deps
 from ..core.errors import ForkError
-from ..core.locks import Lock
+from ..core.locks import Lock, guest_slot_count
 from ..core.paths import ensure_dir, wpath
 from ..core.progress import Progress
 from ..core.proc import sha256_file, which
@@ -76,41 +77,53 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     guesttests.check_test_name(test)
     require_ktree()
     series = series or Series()
-    rows = []
+    cells = SideBySide(guest_slot_count())
     preflight_done = False
     base = rev_parse(series.distro_branch)
     base_known = None
-    for commit in commits_of(rng, series):
-        known, on_base = None, False
-        if flavour in SANITIZERS:
-            if commit == base:
-                known = "base"
-            elif not git_ok(["merge-base", "--is-ancestor", base, commit]):
-                out("note: %s is not on %s's base %s: reports outside ext2 fail (name the "
-                    "series with --series)" % (commit[:12], series.rel, base[:12]))
-                known = {}
-            else:
-                if base_known is None:     # once: the base row comes first
-                    base_known = base_reports(base, rows, flavour, test, out)
-                known, on_base = base_known, True
-        hit = None if force else kernel.cached_row(commit, flavour, test, prog)
-        if hit:
-            rows.append(hit)
-            continue
-        # what the commit changed in ext2 relative to the base (for a row
-        # that runs: a cached pass needs no judging)
-        changed = funcdiff.changed_functions(base, commit) if on_base else funcdiff.ALL
-        if not preflight_done:
-            host_tools()
-            preflight_done = True
-        # the base's evidence is named by the test's inputs (ci/guest and
-        # its TESTS entry) before the run: a run during which they changed
-        # adds nothing
-        test_key = guesttests.test_key(test) if known == "base" else None
-        rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known,
-                                        changed=changed))
-        if test_key and guesttests.test_key(test) == test_key:
-            add_evidence(rows[-1], test_key)
+    try:
+        for commit in commits_of(rng, series):
+            known, on_base = None, False
+            if flavour in SANITIZERS:
+                if commit == base:
+                    known = "base"
+                elif not git_ok(["merge-base", "--is-ancestor", base, commit]):
+                    out("note: %s is not on %s's base %s: reports outside ext2 fail (name the "
+                        "series with --series)" % (commit[:12], series.rel, base[:12]))
+                    known = {}
+                else:
+                    if base_known is None:     # once: the base row comes first, booted
+                        base_known = base_reports(base, cells.rows(), flavour, test, out,
+                                                  kernel.choose_accel(prog))
+                    known, on_base = base_known, True
+            hit = None if force else kernel.cached_row(commit, flavour, test, prog)
+            if hit:
+                cells.add_row(hit)
+                continue
+            # what the commit changed in ext2 relative to the base (for a row
+            # that runs: a cached pass needs no judging)
+            changed = funcdiff.changed_functions(base, commit) if on_base else funcdiff.ALL
+            if not preflight_done:
+                host_tools()
+                preflight_done = True
+            # the base's evidence is named by the test's inputs (ci/guest and
+            # its TESTS entry) before the run: a run during which they changed
+            # adds nothing
+            test_key = guesttests.test_key(test) if known == "base" else None
+            if cells.pool is None:          # one slot: cell after cell
+                cells.add_row(keep_evidence(kernel.check_commit(
+                    commit, flavour, test, timeout, prog, known=known, changed=changed),
+                    test, test_key))
+                continue
+            cell = kernel.prepare_commit(commit, flavour, test, prog, known=known,
+                                         changed=changed)
+            cells.add(lambda cell=cell, test_key=test_key: keep_evidence(
+                kernel.finish_commit(cell, timeout, prog), test, test_key))
+            if cells.failed():
+                break       # a boot failed with an error: no more builds
+        rows = cells.rows()
+    finally:
+        cells.close()
     out(table(rows))
     for r in rows:
         for rep in r.get("reports", []):
@@ -123,6 +136,51 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
         if r.get("flaky"):
             out(flaky_note(r))
     return rows
+
+
+def keep_evidence(row, test, test_key):
+    """`row`, a base row's console kept as the base's evidence
+    (add_evidence()) when the inputs of `test` are still `test_key`."""
+    if test_key and guesttests.test_key(test) == test_key:
+        add_evidence(row, test_key)
+    return row
+
+
+class SideBySide:
+    """The rows of a check in commit order, and the boots that give them:
+    with more than one guest slot, up to that many at once, each in a
+    thread of its own, while the caller builds the next commits one at a
+    time; with one (no pool) the caller checks cell after cell, as the kit
+    did before."""
+
+    def __init__(self, slots):
+        self.pool = ThreadPoolExecutor(slots) if slots > 1 else None
+        self.items = []
+
+    def add_row(self, row):
+        self.items.append(row)
+
+    def add(self, fn):
+        """The row fn() gives (a boot), in its place."""
+        self.items.append(self.pool.submit(fn) if self.pool else fn())
+
+    def failed(self):
+        """Whether a boot already ended in an error."""
+        return any(isinstance(i, Future) and i.done() and i.exception() is not None
+                   for i in self.items)
+
+    def rows(self):
+        """Every row so far, in order, once its boot has ended; the first
+        error of a boot, in commit order, is raised once all have ended."""
+        wait([i for i in self.items if isinstance(i, Future)])
+        self.items = [i.result() if isinstance(i, Future) else i for i in self.items]
+        return list(self.items)
+
+    def close(self):
+        """Wait for the boots that run (a boot that has not started yet is
+        dropped: this is reached with an error or an interrupt)."""
+        if self.pool:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def host_tools():
@@ -258,17 +316,18 @@ def stored_evidence(d, image_sha256):
     return [(c, m) for _, c, m in sorted(found, key=lambda x: (x[0], x[1]))]
 
 
-def base_reports(base, rows, flavour, test, out):
+def base_reports(base, rows, flavour, test, out, guest_accel="tcg"):
     """{key: evidence} of the reports that the base snapshot showed under
     this flavour and test: in this run's row of the base or its recorded
     result (pass or fail), and in every stored console of the same base
     image under the same test inputs (evidence_dir()), each read again by
     this kit; {}
-    (every report fails) when the base has no row that names its image."""
+    (every report fails) when the base has no row that names its image.
+    A recorded row is one of the accelerator `guest_accel`."""
     tree = git(["rev-parse", base + "^{tree}"])
     row = next((r for r in rows if r["commit"] == base and r.get("image_sha256")), None)
     if row is None:
-        row = kernel.cached(tree, flavour, test)
+        row = kernel.cached(tree, flavour, test, guest_accel)
     if row is None:
         out("note: the base %s has no %s/%s result: reports outside ext2 cannot be compared "
             "with it and fail (check the whole series, base first)" % (base[:12], flavour, test))

@@ -27,12 +27,14 @@ in the record are relative to the record (boot-<n>/...) or to the work
 directory.
 
 <store> is the name of the kit's own store for that kernel
-(<image sha256[:16]>-<root key>-<root packages>-<profile>).  The next
+(<image sha256[:16]>-<root key>-<root packages>-<profile>, and -kvm for
+results under KVM: store_name()).  The next
 part, here or on a fresh machine, builds the same commit and gets the
 same image (kbuild's builds are reproducible: fixed timestamp, user, host
 and build number), finds the record by that name and runs only what is
 missing.  Another image, another root or other package versions give
-another name: nothing recorded for something else is reused.
+another name: nothing recorded for something else is reused, nor what
+was recorded under another accelerator (kernel.json's accel; none is TCG).
 """
 
 import hashlib
@@ -49,8 +51,24 @@ from ..core.records import write_json, write_text
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
-            "fstests_patches")
+            "fstests_patches", "accel")
+# what a record without the key was made with (accel: before the kit knew KVM)
+IDENTITY_DEFAULTS = {"accel": "tcg"}
 PATH_KEYS = ("dir", "console", "xunit")
+
+
+def store_name(image_sha256, root_key, packages, profile, accel="tcg"):
+    """The name of a kernel's store in work/fstests/kernels and in a
+    --record directory; results under KVM are another store (a TCG store
+    names no accelerator, as before the kit knew KVM)."""
+    return "%s-%s-%s-%s%s" % (image_sha256[:16], root_key, packages, profile,
+                              "" if accel == "tcg" else "-" + accel)
+
+
+def store_accel(name):
+    """The accelerator a store's results were produced under, from its
+    name (store_name())."""
+    return "kvm" if name.endswith("-kvm") else "tcg"
 
 
 def packages_key(root):
@@ -89,18 +107,31 @@ def boot_dirs(recdir):
     return [int(d[5:]) for d in names if d.startswith("boot-") and d[5:].isdigit()]
 
 
+def reserved_only(recdir):
+    """None when recdir does not exist, True when it holds nothing but empty
+    boot-<n> directories (numbers a run has taken for boots it has not
+    saved yet), else False."""
+    try:
+        names = os.listdir(recdir)
+    except FileNotFoundError:
+        return None
+    return all(n.startswith("boot-") and n[5:].isdigit() and not os.listdir(
+        os.path.join(recdir, n)) for n in names)
+
+
 def load(recdir, identity):
     """(tests, boots) recorded in recdir for this kernel, ({}, []) if none.
     Boot paths come back absolute; each boot has "recorded": True."""
     recdir = os.path.abspath(recdir)
     meta = _read(os.path.join(recdir, "kernel.json"), None, dict)
     if meta is None:
-        if os.path.isdir(recdir) and os.listdir(recdir):
+        if reserved_only(recdir) is False:
             raise ForkError("%s has no kernel.json: it is not a record of this kernel; restore "
                             "it from git or move it away" % recdir)
         return {}, []
     for key in IDENTITY:
-        if meta.get(key) != identity.get(key):
+        default = IDENTITY_DEFAULTS.get(key)
+        if meta.get(key, default) != identity.get(key, default):
             raise ForkError("%s/kernel.json was recorded for another %s (%s, this run: %s): "
                             "record this run elsewhere (--record)"
                             % (recdir, key.replace("_", " "), meta.get(key), identity.get(key)))
@@ -179,23 +210,30 @@ def save_script(recdir, path):
     return {"guest_script": sha, "time_limit_s": limit}
 
 
-def save(recdir, identity, tests, boots):
-    """Write the record of this kernel: identity, boots, tests.  The files
-    of a boot made here are copied into boot-<n>/ (the console xz'd), its
-    guest script into the scripts store (scripts_dir()); paths into
-    the work directory become relative to it; a boot-<n> that the record
-    holds for another boot is refused.  The record is read and written
-    under its lock: two runs of one kernel may save it at once."""
+def save(recdir, identity, tests, boots, forget=()):
+    """Write the record of this kernel: identity, boots, tests, added to
+    what the record holds: a boot or test result that another run (of
+    this work directory or another one) put there meanwhile stays, but
+    the results of the tests in `forget` (--fresh).  The files of a boot
+    made here are copied into boot-<n>/ (the console xz'd), its guest
+    script into the scripts store (scripts_dir()); paths into the work
+    directory become relative to it; a boot-<n> that the record holds for
+    another boot is refused.  The record is read and written under its
+    own lock (on its directory): two runs of one kernel may save it at
+    once, from one work directory or two."""
     recdir = os.path.abspath(recdir)
     with DirLock(recdir):
-        _save(recdir, identity, tests, boots)
+        _save(recdir, identity, tests, boots, set(forget))
 
 
-def _save(recdir, identity, tests, boots):
-    on_disk = {}
+def _save(recdir, identity, tests, boots, forget):
+    on_disk, recorded_tests = {}, {}
     if os.path.exists(os.path.join(recdir, "kernel.json")):
         on_disk = {b["n"]: b for b in _read(os.path.join(recdir, "boots.json"), [], list)}
-    out = []
+        recorded_tests = _read(os.path.join(recdir, "tests.json"), {}, dict)
+    tests = dict({t: r for t, r in recorded_tests.items() if t not in forget}, **tests)
+    mine = {b["n"] for b in boots}
+    out = [b for n, b in on_disk.items() if n not in mine]     # other runs' boots
     for b in sorted(boots, key=lambda b: b["n"]):
         recorded = b.get("recorded")
         b = {k: v for k, v in b.items() if k != "recorded"}
@@ -206,7 +244,7 @@ def _save(recdir, identity, tests, boots):
             raise ForkError("%s holds another boot (id %s) than this machine's boot %d (id %s): "
                             "move one of them away" % (dest, there.get("id"), b["n"], b.get("id")))
         if not recorded and there is None:
-            if os.path.exists(dest):
+            if os.path.exists(dest) and os.listdir(dest):
                 raise ForkError("%s exists but %s/boots.json does not list it (a run "
                                 "killed while saving?): move it away" % (dest, recdir))
             ensure_dir(dest)
@@ -233,5 +271,5 @@ def _save(recdir, identity, tests, boots):
         b["xunit"] = name + "/result.xml" if b.get("xunit") else None
         out.append(b)
     write_json(os.path.join(recdir, "kernel.json"), identity)
-    write_json(os.path.join(recdir, "boots.json"), out)
+    write_json(os.path.join(recdir, "boots.json"), sorted(out, key=lambda b: b["n"]))
     write_json(os.path.join(recdir, "tests.json"), tests)

@@ -139,6 +139,29 @@ def select(tests, group, groups, exclude):
     return [t for t in chosen if t not in excluded], excluded
 
 
+# ----------------------------------------------------------------- shards
+
+def split_shards(tests, seconds, n):
+    """`tests` in at most n shards (none empty), each to run in a guest of
+    its own at the same time, balanced by their summed durations: `seconds`
+    is {test: recorded seconds}, a test without one counts the median of
+    those that have one (every test at least 1s, so that tests recorded
+    at 0s still spread).  Longest processing time first: the longest test
+    goes to the shard with the least so far (ties: the lower shard, the
+    earlier test).  Each shard keeps the order of `tests`."""
+    order = {t: i for i, t in enumerate(tests)}
+    known = sorted(seconds[t] for t in tests if t in seconds)
+    median = (known[len(known) // 2] + known[(len(known) - 1) // 2]) / 2 if known else 1
+    cost = {t: max(1, seconds.get(t, median)) for t in tests}
+    n = max(1, min(n, len(tests)))
+    shards, loads = [[] for _ in range(n)], [0] * n
+    for t in sorted(tests, key=lambda t: (-cost[t], order[t])):
+        i = min(range(n), key=lambda i: (loads[i], i))
+        shards[i].append(t)
+        loads[i] += cost[t]
+    return [sorted(s, key=order.get) for s in shards if s]
+
+
 # ------------------------------------------------------------ guest script
 
 def guest_script(tests, limit_s, profile=None):

@@ -7,6 +7,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -14,8 +15,8 @@ import uuid
 
 from ..build.kbuild import build, kernels_dir
 from ..core.errors import ForkError
-from ..core.locks import DirLock
-from ..core.paths import check_output_path, ensure_dir, new_log, wpath
+from ..core.locks import DirLock, guest_slot_count
+from ..core.paths import check_output_path, ensure_dir, new_log, repo_root, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..core.records import read_json, write_json
@@ -61,6 +62,8 @@ def repeat_command(args, revs, tests, group):
         parts += ["--block-size", str(args.block_size)]
     if args.time_limit:
         parts += ["--time-limit", str(args.time_limit)]
+    if getattr(args, "shards", None):
+        parts += ["--shards", str(args.shards)]
     if args.record:
         parts += ["--record", args.record]
     parts += tests
@@ -68,6 +71,18 @@ def repeat_command(args, revs, tests, group):
     if os.environ.get("FORK_FSTESTS_URL"):
         cmd = "FORK_FSTESTS_URL=%s %s" % (shlex.quote(os.environ["FORK_FSTESTS_URL"]), cmd)
     return cmd
+
+
+def check_record_dir(record):
+    """Refuse a --record directory at or under the work directory's stores
+    (work/fstests/kernels): a kernel's record would be its store, or lie
+    inside another kernel's, and the two are written under locks of their
+    own."""
+    kernels = os.path.realpath(wpath("fstests", "kernels"))
+    where = os.path.realpath(record)
+    if where == kernels or where.startswith(kernels + os.sep):
+        raise ForkError("--record %s is among the kit's own fstests stores (%s): name a "
+                        "directory outside them, e.g. records/fstests/<ver>" % (record, kernels))
 
 
 def run_fstests(args):
@@ -87,6 +102,9 @@ def run_fstests(args):
     if args.record and os.path.exists(args.record) and not os.path.isdir(args.record):
         raise ForkError("--record %s is a file: name a directory (it is created if missing)"
                         % args.record)
+    if args.record:
+        check_record_dir(args.record)
+    nshards = shard_count(args)
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
@@ -115,10 +133,13 @@ def run_fstests(args):
     profile_key = fstests.profile_key(profile)
     packages = fsrecord.packages_key(root)
     identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
-                "fstests_commit": root["fstests_commit"], "fstests_patches": patched}
+                "fstests_commit": root["fstests_commit"], "fstests_patches": patched,
+                "accel": guest_accel}
     stores, recdirs = {}, {}
     run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
-                                       " ".join(chosen)]).encode()).hexdigest()[:16]
+                                       " ".join(chosen)]
+                                      + ([guest_accel] if guest_accel != "tcg" else []))
+                            .encode()).hexdigest()[:16]
     rundir = ensure_dir(wpath("fstests", "runs", run_id))
     command = repeat_command(args, revs, tests, args.group)
     meta = {"command": command, "selection": "group " + group if group else " ".join(tests),
@@ -142,9 +163,10 @@ def run_fstests(args):
             img = images[side]
             meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
                           "image_sha256": img.image_sha256, "version": img.version}
-            # results are kept per kernel image (and root and profile): a base
-            # run serves every series compared with it
-            name = "%s-%s-%s-%s" % (img.image_sha256[:16], root["key"], packages, profile_key)
+            # results are kept per kernel image (and root, profile and
+            # accelerator): a base run serves every series compared with it
+            name = fsrecord.store_name(img.image_sha256, root["key"], packages, profile_key,
+                                       guest_accel)
             store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
             bpath = os.path.join(store, "boots.json")
@@ -164,7 +186,10 @@ def run_fstests(args):
                                      if t not in chosen}
                     write_json(rpath, results[side])
                     if recdir:      # else the next run would take them back
-                        fsrecord.save(recdir, ident, results[side], read_json(bpath, []))
+                        fsrecord.save(recdir, ident, results[side], read_json(bpath, []),
+                                      forget=chosen)
+            # earlier runs' test times, which the shards are balanced by
+            seconds = recorded_seconds(record_tops(args.record), guest_accel)
             while True:
                 todo = [t for t in chosen if t not in results[side]]
                 if not todo:
@@ -176,20 +201,22 @@ def run_fstests(args):
                         break
                 else:
                     budget = NO_LIMIT
-                done_before = len(results[side])
-                info = boot(side, img.image, todo, budget, store, root, prog,
-                            len(chosen) - len(todo), len(chosen),
-                            next_boot(store, read_json(bpath, []), recdir),
-                            img.config, profile, guest_accel)
-                info["commit"] = commits[n]
-                results[side] = add_boot(store, recdir, ident, info)
-                if recdir:
+                shards = fstests.split_shards(todo, seconds, nshards)
+                infos, failed = boot_shards(
+                    side, img, shards, budget, store, root, prog, len(chosen) - len(todo),
+                    len(chosen), recdir, ident, commits[n], profile, guest_accel)
+                with DirLock(store):
+                    results[side] = read_json(rpath, {})
+                if recdir and infos:
                     prog.say("%s: %d tests recorded in %s" % (side, len(results[side]),
                                                                 recdir))
-                if info["limit"]:
+                if failed is not None:
+                    raise failed
+                if any(info["limit"] for info in infos):
                     break
-                if len(results[side]) == done_before:
-                    raise ForkError("the %s guest ran no test: %s" % (side, info["error"]))
+                if not any(t in results[side] for t in todo):
+                    raise ForkError("the %s guest ran no test: %s" % (
+                        side, "; ".join(str(i["error"]) for i in infos)))
     finally:
         later.join()
     # every boot that gave these kernels' results, earlier runs included;
@@ -307,22 +334,137 @@ class TestFollower(Follower):
                 self.side))
 
 
+def shard_count(args):
+    """--shards, or as many as there are guest slots."""
+    n = getattr(args, "shards", None)
+    if n is None:
+        return guest_slot_count()
+    if n < 1:
+        raise ForkError("--shards must be a number of guests >= 1 (default: the guest slots, "
+                        "%d here)" % guest_slot_count())
+    return n
+
+
+def record_tops(record=None):
+    """The directories of kernel stores whose test times balance the
+    shards: this work directory's, the --record directory and every
+    version's committed records in the repository."""
+    top = os.path.join(repo_root(), "records", "fstests")
+    versions = sorted(os.listdir(top)) if os.path.isdir(top) else []
+    return [wpath("fstests", "kernels")] + ([record] if record else []) + \
+        [os.path.join(top, v) for v in versions]
+
+
+def recorded_seconds(tops, guest_accel):
+    """{test: the median of its recorded seconds} over every kernel store
+    under `tops`, each kernel once (the first top that has its store: a
+    record repeats the work directory's store); stores of the accelerator
+    `guest_accel` (fsrecord.store_accel()) answer for a test they hold,
+    the others for the rest."""
+    times, seen = {True: {}, False: {}}, set()
+    for top in tops:
+        try:
+            names = sorted(os.listdir(top))
+        except OSError:
+            continue
+        for name in names:
+            tests = None if name in seen else \
+                read_json(os.path.join(top, name, "tests.json"), None)
+            if not isinstance(tests, dict):
+                continue
+            seen.add(name)
+            same = fsrecord.store_accel(name) == guest_accel
+            for t, r in tests.items():
+                if isinstance(r, dict) and isinstance(r.get("seconds"), (int, float)):
+                    times[same].setdefault(t, []).append(r["seconds"])
+    out = {}
+    for same in (False, True):
+        for t, secs in times[same].items():
+            out[t] = statistics.median(secs)
+    return out
+
+
+def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdir, ident,
+                commit, profile, guest_accel):
+    """Boot `img` once per shard (a list of tests), all at once, each in a
+    guest slot of its own (run_guest waits for one), and add each boot to
+    the store and the record as it ends.  Returns (the boots' records, the
+    first error a shard raised or None): the other shards run on and are
+    kept.  One shard runs in this thread, as the kit did before shards."""
+    def one(i, tests):
+        n = next_boot(store, read_json(os.path.join(store, "boots.json"), []), recdir)
+        label = side if len(shards) == 1 else "%s shard %d/%d" % (side, i + 1, len(shards))
+        try:
+            info = boot(side, img.image, tests, budget, store, root, prog,
+                        done if len(shards) == 1 else 0,
+                        total if len(shards) == 1 else len(tests), n, img.config, profile,
+                        guest_accel, label=label)
+        except BaseException:
+            release_boot(recdir, n)
+            raise
+        info["commit"] = commit
+        add_boot(store, recdir, ident, info)
+        return info
+
+    if len(shards) == 1:
+        return [one(0, shards[0])], None
+    prog.say("%s: %d tests in %d shards at once (%s tests; by recorded times)" % (
+        side, sum(map(len, shards)), len(shards), " + ".join(str(len(s)) for s in shards)))
+    workers = [Background(lambda i=i, s=s: one(i, s)) for i, s in enumerate(shards)]
+    try:
+        for w in workers:
+            w.join()
+    except BaseException:
+        prog.say("%s: interrupted: waiting for the guests of the shards to end" % side)
+        for w in workers:
+            w.join()
+        raise
+    infos = [w.value for w in workers if w.exc is None]
+    failed = next((w.exc for w in workers if w.exc is not None), None)
+    return infos, failed
+
+
 def next_boot(store, boots, recdir=None):
-    """The number of the next boot of this kernel, its store/boot-<n>
-    made here: after every boot in boots.json (recorded ones included) and
-    every boot-<n> directory of the store and of the record.  The directory
-    is made with mkdir, which only one caller wins: two runs of one kernel
-    that ask at once get two numbers."""
+    """The number of the next boot of this kernel, its store/boot-<n> (and
+    with a record, recdir/boot-<n>) made here: after every boot in
+    boots.json (recorded ones included) and every boot-<n> directory of
+    the store and of the record.  The directories are made with mkdir,
+    which only one caller wins: two runs of one kernel that ask at once
+    get two numbers, from one work directory or from two that share the
+    record (the empty boot-<n> of the record is the boot's until it is
+    saved there)."""
     used = [b["n"] for b in boots] + fsrecord.boot_dirs(store)
     if recdir:
         used += fsrecord.boot_dirs(recdir)
     n = max(used, default=0) + 1
     while True:
+        mine = os.path.join(ensure_dir(store), "boot-%d" % n)
         try:
-            os.mkdir(os.path.join(ensure_dir(store), "boot-%d" % n))
-            return n
+            os.mkdir(mine)
         except FileExistsError:
             n += 1
+            continue
+        if recdir:
+            try:
+                os.makedirs(os.path.join(recdir, "boot-%d" % n))
+            except FileExistsError:
+                os.rmdir(mine)
+                n += 1
+                continue
+        return n
+
+
+def release_boot(recdir, n):
+    """Give back boot n's number in the record when the boot ended without
+    a result to save: its empty boot-<n>, and the record's directory if
+    that leaves it empty."""
+    if not recdir:
+        return
+    for d in (os.path.join(recdir, "boot-%d" % n), recdir):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def add_boot(store, recdir, ident, info):
@@ -346,8 +488,11 @@ def add_boot(store, recdir, ident, info):
 def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     """Add what recdir holds for this kernel to its store (tests.json and
     boots.json); tests finished here win.  Returns the merged results.
-    The caller holds the store's lock."""
-    rec_tests, rec_boots = fsrecord.load(recdir, ident)
+    The caller holds the store's lock; the record is read under its own."""
+    rec_tests, rec_boots = {}, []
+    if os.path.isdir(recdir):
+        with DirLock(recdir):       # read whole, while no other run writes it
+            rec_tests, rec_boots = fsrecord.load(recdir, ident)
     boots = read_json(bpath, [])
     have = {b["n"]: b for b in boots}
     added = 0
@@ -384,7 +529,7 @@ def root_overlay(image, overlay):
 
 
 def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
-         profile=None, guest_accel="tcg"):
+         profile=None, guest_accel="tcg", label=None):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
     returns the boot's record.  Its console log, results tree and e2fsck
     output go to store/boot-<n>."""
@@ -414,11 +559,11 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             fh.write(script)
         log = os.path.join(bdir, "console.log")
         prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
-                 % (side, n, len(tests), os.path.basename(kernel), limit))
+                 % (label or side, n, len(tests), os.path.basename(kernel), limit))
         res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
                                                              "results")],
                         timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
-                        follow=TestFollower(log, side, done, total, prog),
+                        follow=TestFollower(log, label or side, done, total, prog),
                         kvm=guest_accel == "kvm")
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:

@@ -130,37 +130,52 @@ def fragments_key(flavour):
     return h.hexdigest()[:12]
 
 
-def cache_key(flavour, test):
+def cache_key(flavour, test, guest_accel="tcg"):
     """What a verdict was produced by, besides the tree: the config flavour
     and its fragments, the guest test and its inputs (ci/guest), the kit's
-    code, and the QEMU and e2fsprogs versions first on PATH (tools_key();
-    named in the entry as `tools`)."""
-    return "%s-%s-%s-%s-%s-%s" % (flavour, test, fragments_key(flavour),
-                                  guesttests.test_key(test), kit_key(), tools_key())
+    code, the QEMU and e2fsprogs versions first on PATH (tools_key();
+    named in the entry as `tools`) and the accelerator the guest ran
+    under (TCG's key names none, as before the kit knew KVM)."""
+    return "%s-%s-%s-%s-%s-%s%s" % (flavour, test, fragments_key(flavour),
+                                    guesttests.test_key(test), kit_key(), tools_key(),
+                                    "" if guest_accel == "tcg" else "-" + guest_accel)
 
 
-def cache_path(tree, flavour, test):
+def cache_path(tree, flavour, test, guest_accel="tcg"):
     return os.path.join(ensure_dir(wpath("cache", "check")),
-                        "%s-%s.json" % (tree, cache_key(flavour, test)))
+                        "%s-%s.json" % (tree, cache_key(flavour, test, guest_accel)))
 
 
-def cached(tree, flavour, test):
-    """The record of this cell: the row of its latest run with every run
-    (`runs`), pass or fail ("passed" says which), or None."""
-    return read_record(cache_path(tree, flavour, test), tree)
+def cached(tree, flavour, test, guest_accel="tcg"):
+    """The record of this cell under that accelerator: the row of its
+    latest run with every run (`runs`), pass or fail ("passed" says
+    which), or None."""
+    return read_record(cache_path(tree, flavour, test, guest_accel), tree, guest_accel)
 
 
-def read_record(path, tree):
+def row_accel(row):
+    """The accelerator a row or run was produced under: a record that names
+    none is TCG's (the kit's only one before)."""
+    return row.get("accel") or "tcg"
+
+
+def read_record(path, tree, guest_accel="tcg"):
     try:
         with open(path) as fh:
             row = json.load(fh)
     except (OSError, ValueError):
         return None
-    # Only a complete row of exactly this tree that booted its image counts.
+    # Only a complete row of exactly this tree that booted its image under
+    # this accelerator counts.
     if not isinstance(row, dict) or row.get("tree") != tree or not row.get("image_sha256") \
-            or set(row.get("cells", {})) != set(CELLS):
+            or set(row.get("cells", {})) != set(CELLS) or row_accel(row) != guest_accel:
         return None
     return row
+
+
+def choose_accel(prog):
+    """The accelerator this process's check guests run under (guest/accel.py)."""
+    return accel.choose_once(kernels_dir(), run_guest, prog)
 
 
 @contextlib.contextmanager
@@ -198,7 +213,7 @@ def run_entry(row, excuse=None):
     entry = {"commit": row.get("commit"), "passed": cells_pass(cells), "cells": cells,
              "image_sha256": row.get("image_sha256"),
              "console": row.get("details", {}).get("boot"), "log": row.get("log"),
-             "kit": row.get("kit"), "tools": row.get("tools")}
+             "kit": row.get("kit"), "tools": row.get("tools"), "accel": row.get("accel")}
     if not entry["passed"]:
         entry["failure"] = failure_text(row)
         entry["excuse"] = excuse
@@ -253,7 +268,7 @@ def record_run(path, row, known=None, excuse=None):
     failure is never erased), judge the row on all of them (judge_runs())
     and store it."""
     with _records_locked(path):
-        before = read_record(path, row["tree"])
+        before = read_record(path, row["tree"], row_accel(row))
         row["runs"] = (runs_of(before) if before else []) + [run_entry(row, excuse)]
         judge_runs(row, known)
         write_json(path, row)       # synced, replaced in one step
@@ -315,7 +330,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs,
                           fs=spec.fs)
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
-    guest_accel = accel.choose_once(kernels_dir(), run_guest, prog)
+    guest_accel = choose_accel(prog)
     boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
                      log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
                      cache=spec.cache, kvm=guest_accel == "kvm")
@@ -399,17 +414,25 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
     counts for one commit; a run that booted the image is added to the
     record (record_run()).  `known`, `changed`: see run_test()."""
+    return finish_commit(prepare_commit(commit, flavour, test, prog, known, changed),
+                         timeout, prog)
+
+
+def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL):
+    """check_commit()'s first half, which takes no guest: checkpatch and
+    the build.  Returns the cell that finish_commit() boots (check runs
+    the builds one after another and the boots of several cells at once)."""
     tree = git(["rev-parse", commit + "^{tree}"])
     subject = git(["log", "-1", "--format=%s", commit])
     log = new_log("check-%s" % commit[:12])
-    # Where the run is recorded (its key hashes ci/): taken before the
-    # build and the guest's initramfs read ci/, and compared after the run.
-    path = cache_path(tree, flavour, test)
+    # What the run is recorded under (the key hashes ci/): taken before
+    # the build and the guest's initramfs read ci/, and compared after the
+    # run; the accelerator is the one the guest ran under.
+    key = cache_key(flavour, test)
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
     t0 = time.monotonic()
-    excuse = None
     prog.say("%s %s" % (commit[:12], subject))
     row["cells"]["checkpatch"], row["details"]["checkpatch"] = run_checkpatch(commit, log)
     try:
@@ -430,23 +453,37 @@ def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
             # function that has no frame of its own
             changed = with_tail_calls(changed, res.ext2_tail_calls, res.ext2_symbols)
             row["ext2_changed_vs_base"] = changed if changed == ALL else sorted(changed)
-        out = run_test(res.image, test, timeout, prog, log, "check", known=known,
-                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=changed)
+        choose_accel(prog)      # here, not in a guest's thread: it may probe KVM
+    return {"row": row, "key": key, "build": res, "known": known, "changed": changed,
+            "spent": time.monotonic() - t0}
+
+
+def finish_commit(cell, timeout, prog):
+    """check_commit()'s second half: the boot of a prepare_commit() cell
+    with a built image (in a guest slot), its verdict and its record;
+    returns the row."""
+    row, res, known = cell["row"], cell["build"], cell["known"]
+    flavour, test = row["flavour"], row["test"]
+    t0 = time.monotonic()
+    excuse = None
+    if res is not None:
+        out = run_test(res.image, test, timeout, prog, row["log"], "check", known=known,
+                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=cell["changed"])
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]
         row["reports"] = out["reports"]
         row["accel"] = out["accel"]         # the accelerator its guest ran under
         excuse = out.get("excuse")
-    row["seconds"] = round(time.monotonic() - t0, 1)
+    row["seconds"] = round(cell["spent"] + time.monotonic() - t0, 1)
     row["passed"] = cells_pass(row["cells"])
     if row["cells"]["boot"] == "-":
         pass                # no image booted: nothing to record
-    elif cache_path(tree, flavour, test) != path:
+    elif cache_key(flavour, test) != cell["key"]:
         prog.say("%s: not recorded: the test's inputs (ci/guest or the flavour's fragments) "
-                 "changed during the run" % commit[:12])
+                 "changed during the run" % row["commit"][:12])
     else:
-        record_run(path, row, known, excuse)
+        record_run(cache_path(row["tree"], flavour, test, row["accel"]), row, known, excuse)
     return row
 
 
@@ -455,7 +492,7 @@ def cached_row(commit, flavour, test, prog):
     The same tree under another commit (a reworded log) keeps the build
     and guest results, but checkpatch reads the log, so it runs again."""
     tree = git(["rev-parse", commit + "^{tree}"])
-    hit = cached(tree, flavour, test)
+    hit = cached(tree, flavour, test, choose_accel(prog))
     if not hit:
         return None
     if hit["commit"] != commit:
@@ -465,7 +502,7 @@ def cached_row(commit, flavour, test, prog):
     hit["cached"] = True
     hit["commit"] = commit
     hit["subject"] = git(["log", "-1", "--format=%s", commit])
-    prog.say("%s cached %s (tree %s, image %s)" % (
+    prog.say("%s cached %s (tree %s, image %s, %s)" % (
         commit[:12], "pass" if hit["passed"] else hit.get("flaky", "failure"), tree[:12],
-        hit["image_sha256"][:12]))
+        hit["image_sha256"][:12], row_accel(hit).upper()))
     return hit
