@@ -444,6 +444,8 @@ def test_committed_records_without_runs_still_load():
     files = sorted(glob.glob(str(root / "**" / "*.json"), recursive=True))
     assert files
     for path in files:
+        if path.endswith("/explained.json"):     # not a table (checkrecords.EXPLAINED)
+            continue
         for row in json.loads(Path(path).read_text()):
             (run1,) = kernel.runs_of(row)
             assert run1["passed"] == all(row["cells"][c] in ("pass", "n/a")
