@@ -248,3 +248,43 @@ def test_a_carried_run_counts_once_where_it_was_recorded(tmp_path):
     assert [f for f, _ in base["runs"]] == ["records/checks/9.9/fff/kcsan-stress.json"]
     assert cells[("9.9", "n1", "kcsan", "stress")]["verdict"] == "FAIL"
     assert len(cells[("9.9", "n1", "kcsan", "stress")]["runs"]) == 1
+
+
+def test_a_carry_of_a_carry_names_where_the_runs_were_recorded(fake, capsys):
+    old_dir = checked(fake, capsys, ("base", "smoke"))
+    first = reword(fake, figure=10)
+    rc, out, err = run(capsys, "--carry", old_dir)
+    assert rc == 0, out + err
+    mid_dir = "records/checks/9.9/" + first[-1][:12]
+    second = reword(fake, figure=20)
+    rc, out, err = run(capsys, "--carry", mid_dir)
+    assert rc == 0, out + err
+    rows = read(fake, "records/checks/9.9/%s/base-smoke.json" % second[-1][:12])
+    assert [r["carried"]["commit"] for r in rows] == fake.commits
+    assert {r["carried"]["table"] for r in rows} == {old_dir + "/base-smoke.json"}
+
+
+def test_carry_refuses_the_options_it_would_ignore(fake, capsys):
+    old_dir = checked(fake, capsys, ("base", "smoke"))
+    reword(fake)
+    for opt in (["--test", "stress"], ["--config", "debug"], ["--timeout", "5"]):
+        rc, out, err = run(capsys, "--carry", old_dir, *opt)
+        assert rc == 1 and opt[0] in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_table_written_meanwhile_leaves_nothing_written(fake, capsys, monkeypatch):
+    old_dir = checked(fake, capsys, ("base", "smoke"), ("debug", "smoke"))
+    new = reword(fake)
+    new_dir = fake.repo / "records" / "checks" / "9.9" / new[-1][:12]
+    from forkkit.verify import carry as vcarry
+    real = vcarry._write_new
+
+    def racing(path, text):             # another run writes the second table first
+        if path.endswith("debug-smoke.json"):
+            with open(path, "w") as fh:
+                fh.write("[]")
+        return real(path, text)
+    monkeypatch.setattr(vcarry, "_write_new", racing)
+    rc, out, err = run(capsys, "--carry", old_dir)
+    assert rc == 1 and "exists" in err
+    assert sorted(p.name for p in new_dir.iterdir()) == ["debug-smoke.json"]

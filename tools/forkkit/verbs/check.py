@@ -120,7 +120,9 @@ def main(args):
     if args.carry:
         return 0 if all(r["passed"] for _, rows in carry(
             args.carry, series, commits_of(args.range, series),
-            refused=[o for o in ("json", "markdown", "force") if getattr(args, o)])
+            refused=[o for o in ("json", "markdown", "force") if getattr(args, o)] +
+            [o for o, dflt in (("config", "base"), ("test", "smoke"), ("timeout", 900))
+             if getattr(args, o) != dflt])
             for r in rows) else 1
     rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
     # the files may become records: their paths relative to the work directory

@@ -115,8 +115,11 @@ def carried_row(old, commit, rel, checked):
     cell, detail, log = checked
     row.setdefault("cells", {})["checkpatch"] = cell
     row.setdefault("details", {})["checkpatch"] = detail
+    row.pop("cached", None)                 # this row is carried, not read from the cache
     row["passed"] = kernel.row_passed(row)
-    row["carried"] = {"commit": old["commit"], "table": rel, "log": log}
+    # a row carried before names the commit and table its runs were recorded for
+    first = old.get("carried") or {"commit": old["commit"], "table": rel}
+    row["carried"] = {"commit": first["commit"], "table": first["table"], "log": log}
     return row
 
 
@@ -130,7 +133,7 @@ def _write_new(path, text):
     try:
         os.link(tmp, path)          # never replaces a file
     except FileExistsError:
-        raise ForkError("%s exists: a table is never overwritten; nothing more was written"
+        raise ForkError("%s exists: a table is never overwritten; nothing was written"
                         % path)
     finally:
         os.unlink(tmp)
@@ -163,12 +166,20 @@ def carry(src, series, commits, refused=(), out=print):
         log = new_log("check-%s" % c[:12])
         cell, detail = kernel.run_checkpatch(c, log)
         checked[c] = (cell, detail, log)
-    written = []
+    written, made = [], []
     for rel, dest, pairs in plans:
-        rows = workdir_relative([carried_row(r, c, rel, checked[c]) for c, r in pairs])
-        ensure_dir(os.path.dirname(os.path.join(root, dest)))
-        _write_new(os.path.join(root, dest), json.dumps(rows, indent=1))
-        written.append((dest, rows))
+        written.append((dest, workdir_relative([carried_row(r, c, rel, checked[c])
+                                                for c, r in pairs])))
+    try:                # every table or none (another run may have written one meanwhile)
+        for dest, rows in written:
+            ensure_dir(os.path.dirname(os.path.join(root, dest)))
+            _write_new(os.path.join(root, dest), json.dumps(rows, indent=1))
+            made.append(os.path.join(root, dest))
+    except ForkError:
+        for path in made:
+            os.unlink(path)
+        raise
+    for (rel, _, _), (dest, rows) in zip(plans, written):
         counts = {}
         for r in rows:
             counts[r["cells"]["checkpatch"]] = counts.get(r["cells"]["checkpatch"], 0) + 1
