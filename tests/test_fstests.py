@@ -312,6 +312,7 @@ def test_fstests_flavour_fragment():
 def repo(tmp_path, monkeypatch):
     r = tmp_path / "repo"
     shutil.copytree(ROOT / "ci" / "fstests", r / "ci" / "fstests")
+    shutil.copytree(ROOT / "ci" / "guest" / "scripts", r / "ci" / "guest" / "scripts")
     monkeypatch.setenv("FORK_REPO", str(r))
     monkeypatch.delenv("FORK_FSTESTS_URL", raising=False)
     monkeypatch.delenv("FORK_FSTESTS_COMMIT", raising=False)

@@ -124,6 +124,7 @@ def test_every_template_is_used_and_described():
     used.add(frag.SCRIPT_FILE)
     used.update(scripts.render(benchlib.SCRIPT_FILE, {"LOADFILE": "x", "POINTS": 0,
                                                       "LINES": []})[1])
+    used.update(["fstests.sh", "fstests-run.sh"])     # both asserted byte for byte below
     assert sorted(p.name for p in SCRIPTS.glob("*.sh")) == sorted(used)
     readme = (SCRIPTS / "README.md").read_text()
     assert [f for f in sorted(used) if "`%s`" % f not in readme] == []
@@ -237,3 +238,21 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
         mp.setitem(guesttests.TESTS, "minix-dirsync",
                    entry[:3] + (dict(entry[3], params=params),))
         assert changed(before) == ["minix-dirsync"]
+
+
+# the fstests guest script as verify/fstests.py wrote it before it was a
+# template: (tests, time limit, block size) -> sha256; the harness key that
+# every committed fstests record names stays the same
+FSTESTS = {(("generic/001", "generic/002"), 1200, None):
+           "59fde96ad43ce413dcaee5b04212d871b1885e29327a5c12b2e1b67ba2b64209",
+           (("TESTS",), 1, None): "73366b0d6a34cbcc91251af333c2293403c4c052832380455cb2204507cba2e8",
+           (("x",), 5, 1024): "60725de3b54659307d25c0c1dc8655966dfaa8ab6e27bdb54ad70b9b4ef98a47"}
+
+
+def test_fstests_renders_the_script_it_ran_before():
+    from forkkit.verify import fstests
+    got = {k: sha(fstests.guest_script(list(k[0]), k[1],
+                                       fstests.make_profile(k[2]) if k[2] else None))
+           for k in FSTESTS}
+    assert got == FSTESTS
+    assert fstests.harness_key() == "73366b0d6a34cbcc"

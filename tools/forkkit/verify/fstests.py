@@ -22,6 +22,7 @@ from ..core.errors import ForkError
 from ..core.paths import repo_root
 from ..core.tables import md_cell, md_table
 from ..guest.qemu import PROBLEM_RE
+from ..guest import scripts
 from ..guest.reports import signature
 
 # test ids fstests' check takes (tests/<dir>/<number>)
@@ -165,73 +166,34 @@ def split_shards(tests, seconds, n):
 # ------------------------------------------------------------ guest script
 
 def guest_script(tests, limit_s, profile=None):
-    """The /fork/cmd of one boot: mount the root and results disks, write
-    local.config and the test list, chroot and run ./check -R xunit; a
-    watchdog sends check SIGTERM after limit_s, which check (bash) handles
-    after the current test: it writes its report and stops."""
+    """The /fork/cmd of one boot (ci/guest/scripts/fstests.sh): mount the
+    root and results disks, write local.config and the test list, chroot
+    and run fstests-run.sh, which runs ./check -R xunit; a watchdog sends
+    check SIGTERM after limit_s, which check (bash) handles after the
+    current test: it writes its report and stops.
+
+    In the chroot (fstests-run.sh): DM_DISABLE_UDEV, as there is no udev in
+    the guest and without it libdevmapper leaves the /dev/mapper/<name>
+    nodes to udev, so the dm tests (dmerror, thin) found no device
+    (generic/338 failed, 347 not run); KCONFIG_PATH, as fstests'
+    _require_kernel_config (every quota test asks for CONFIG_QFMT_V2) finds
+    no config in the guest and does not run the test: the host puts the
+    kernel's .config on the results disk; TEST_DEV is made there and
+    SCRATCH_DEV by the tests, both with the profile's MKFS_OPTIONS.  Outside
+    it: lo is brought up, as locktest (generic/131, generic/478) runs client
+    and server over TCP to localhost."""
     options = (profile or PROFILE).get("MKFS_OPTIONS", "")
     mkfs_opts = " ".join(shlex.quote(o) for o in options.split()) + " " if options else ""
-    run = "\n".join([
-        "#!/bin/bash",
-        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "export LC_ALL=C HOME=/root",
-        # no udev in the guest: without this libdevmapper leaves the
-        # /dev/mapper/<name> nodes to udev, so the dm tests (dmerror,
-        # thin) found no device (generic/338 failed, 347 not run)
-        "export DM_DISABLE_UDEV=1",
-        # fstests' _require_kernel_config (every quota test asks for
-        # CONFIG_QFMT_V2) finds no config in the guest and does not run the
-        # test: the host puts the kernel's .config on the results disk
-        "export KCONFIG_PATH=/results/%s" % KCONFIG_NAME,
-        "[ -s \"$KCONFIG_PATH\" ] || { echo \"FSTESTS-ERROR: no kernel config at $KCONFIG_PATH\"; "
-        "exit 93; }",
-        "cd /opt/xfstests || exit 92",
-        # TEST_DEV is made here, SCRATCH_DEV by the tests with MKFS_OPTIONS:
-        # both with the profile's options
-        "for d in %s %s; do mkfs.ext2 -F -q %s$d || { echo \"FSTESTS-ERROR: mkfs.ext2 $d "
-        "failed\"; exit 91; }; done" % (DEVICES["test"], DEVICES["scratch"], mkfs_opts),
-        "mkdir -p /mnt/test /mnt/scratch /results/%s" % RESULT_DIR,
-        "echo \"FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)\"",
-        "./check -R xunit $(cat /results/fork-tests) &",
-        "pid=$!",
-        "( sleep %d; echo FSTESTS-TIME-LIMIT; kill -TERM $pid ) &" % max(1, int(limit_s)),
-        "watch=$!",
-        "wait $pid",
-        "rc=$?",
-        "kill $watch 2>/dev/null",
-        "echo \"FSTESTS-END check-exit=$rc\"",
-        "sync",
-        "exit 0",
-    ])
-    r = "/mnt/root"
-    lines = [
-        "mkdir -p %s" % r,
-        "mount -t ext4 %s %s || { echo 'FSTESTS-ERROR: cannot mount the root disk'; exit 90; }"
-        % (DEVICES["root"], r),
-        "mount -t proc proc %s/proc" % r,
-        "mount -t sysfs sysfs %s/sys" % r,
-        "mount -t devtmpfs devtmpfs %s/dev" % r,
-        "mkdir -p %s/dev/shm %s/dev/pts %s/results" % (r, r, r),
-        "mount -t tmpfs tmpfs %s/dev/shm" % r,
-        "mount -t devpts devpts %s/dev/pts 2>/dev/null" % r,
-        "mount -t tmpfs tmpfs %s/tmp" % r,
-        "mount -t ext4 %s %s/results || { echo 'FSTESTS-ERROR: cannot mount the results "
-        "disk'; exit 90; }" % (DEVICES["results"], r),
-        # locktest (generic/131, generic/478) runs client and server over TCP
-        # to localhost: the loopback device starts down
-        "ip link set lo up || echo 'FSTESTS-WARNING: cannot bring up lo: tests over TCP "
-        "to localhost will fail'",
-        "cat > %s/opt/xfstests/local.config <<'FORK_EOF'\n%sFORK_EOF" % (r, profile_text(profile)),
-        "cat > %s/results/fork-tests <<'FORK_EOF'\n%s\nFORK_EOF" % (r, "\n".join(tests)),
-        "cat > %s/results/fork-run.sh <<'FORK_EOF'\n%s\nFORK_EOF" % (r, run),
-        "chroot %s /bin/bash /results/fork-run.sh" % r,
-        "rc=$?",
-        "sync",
-        "for m in $(awk '$2 ~ \"^%s/\" { print $2 }' /proc/mounts | sort -r); do "
-        "umount $m 2>/dev/null || umount -l $m; done" % r,
-        "exit $rc",
-    ]
-    return "\n".join(lines) + "\n"
+    run, _ = scripts.render("fstests-run.sh", {
+        "KCONFIG_NAME": KCONFIG_NAME, "TEST_DEV": DEVICES["test"],
+        "SCRATCH_DEV": DEVICES["scratch"], "MKFS_OPTS": mkfs_opts, "RESULT_DIR": RESULT_DIR,
+        "LIMIT": max(1, int(limit_s))})
+    text, _ = scripts.render("fstests.sh", {
+        "ROOT_DEV": DEVICES["root"], "RESULTS_DEV": DEVICES["results"],
+        "PROFILE": profile_text(profile).rstrip("\n").split("\n") if profile_text(profile)
+        else [],
+        "TESTS": "\n".join(tests).split("\n"), "RUN": run.rstrip("\n").split("\n")})
+    return text
 
 
 def harness_key(profile=None):

@@ -1,0 +1,20 @@
+#!/bin/bash
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export LC_ALL=C HOME=/root
+export DM_DISABLE_UDEV=1
+export KCONFIG_PATH=/results/@KCONFIG_NAME@
+[ -s "$KCONFIG_PATH" ] || { echo "FSTESTS-ERROR: no kernel config at $KCONFIG_PATH"; exit 93; }
+cd /opt/xfstests || exit 92
+for d in @TEST_DEV@ @SCRATCH_DEV@; do mkfs.ext2 -F -q @MKFS_OPTS@$d || { echo "FSTESTS-ERROR: mkfs.ext2 $d failed"; exit 91; }; done
+mkdir -p /mnt/test /mnt/scratch /results/@RESULT_DIR@
+echo "FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)"
+./check -R xunit $(cat /results/fork-tests) &
+pid=$!
+( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid ) &
+watch=$!
+wait $pid
+rc=$?
+kill $watch 2>/dev/null
+echo "FSTESTS-END check-exit=$rc"
+sync
+exit 0
