@@ -279,3 +279,31 @@ def test_the_format_covers_the_emergency_remount_case(tmp_path):
         assert after[k]["verdict"] == "pass (1 failed run explained)"
         assert [run["log"] for _, run, _ in after[k]["explained"]][0] in failed
         assert len(after[k]["runs"]) == 2
+
+
+def test_a_commit_whose_own_runs_are_explained_keeps_its_own_checkpatch(tmp_path):
+    """c9 (a reword of c1, same tree) holds only c1's explained failed run
+    and fails checkpatch; c1 passes later in another table: c9's cell is
+    judged on the tree's runs but with its own checkpatch, so no pass."""
+    write(tmp_path, "a.json", [row("c1", False, "/l/check-c1-20260101-000001.log")])
+    carried = row("c9", False, "/l/check-c1-20260101-000001.log", tree="tc1",
+                  runs=[dict(kernel.runs_of(row("c1", False, "/l/check-c1-20260101-000001.log"))[0])])
+    carried["cells"]["checkpatch"] = "FAIL"
+    write(tmp_path, "b.json", [carried])
+    write(tmp_path, "c.json", [row("c1", True, "/l/check-c1-20260102-000001.log")])
+    explain(tmp_path, (["/l/check-c1-20260101-000001.log"], "wrong test", "docs/why.md"))
+    cells = checkrecords.cells(tmp_path)
+    assert cells[("9.9", "c1", "kcsan", "stress")]["verdict"] == "pass (1 failed run explained)"
+    c9 = cells[("9.9", "c9", "kcsan", "stress")]
+    assert c9["verdict"].startswith("FAIL"), c9["verdict"]
+    assert c9["subject"] == "ext2: c9"
+
+
+def test_pooled_runs_are_ordered_by_their_time(tmp_path):
+    """The latest run of a tree is the latest in time, whichever commit
+    id (which sorts first) it was recorded for."""
+    write(tmp_path, "a.json", [row("ff", True, "/l/check-ff-20260101-000001.log")])
+    write(tmp_path, "b.json", [row("aa", False, "/l/check-aa-20260102-000001.log", tree="tff")])
+    runs = checkrecords.gather(tmp_path)[("9.9", "ff", "kcsan", "stress")]
+    assert [r["log"] for _, r, _ in runs] == ["/l/check-ff-20260101-000001.log",
+                                              "/l/check-aa-20260102-000001.log"]

@@ -318,11 +318,14 @@ def test_check_boots_cells_side_by_side(fake, capsys, monkeypatch, tmp_path):  #
     started = {"build": 0, "boot": 0}
     first_two = threading.Barrier(2, timeout=60)
     build, guest = kernel.build, kernel.run_guest
+    overlap = []
 
     def counted(what, fn, *a, **kw):
         with lock:
             now[what] += 1
             most[what] = max(most[what], now[what])
+            if now["build"] and now["boot"]:
+                overlap.append(what)        # a guest sharing the CPUs with a build
             nth = started[what]
             started[what] += 1
         try:
@@ -339,6 +342,7 @@ def test_check_boots_cells_side_by_side(fake, capsys, monkeypatch, tmp_path):  #
     rc, side = run_check(fake, capsys, "--json", str(tmp_path / "side.json"))
     assert rc == 1
     assert most == {"build": 1, "boot": 2}
+    assert overlap == []
     assert len(fake.calls["boot"]) == 6
     strip = lambda out: [r.rsplit("  ", 1)[0].rstrip() for r in rows_of(out)]  # noqa: E731
     assert strip(side) == strip(serial)                  # the table, time aside
@@ -368,3 +372,19 @@ def test_a_boot_error_beside_others_is_one_line(fake, capsys, monkeypatch):  # n
     recorded = {json.loads((fake.work / "cache" / "check" / n).read_text())["commit"]
                 for n in entries(fake)}
     assert broken not in recorded and fake.commits[0] in recorded
+
+
+def test_side_by_side_boots_a_tree_once(fake, capsys, monkeypatch):  # noqa: F811
+    """A commit whose tree an earlier cell of the same check boots (here an
+    empty commit on top of the series) gets that cell's row from the cache
+    once it has booted, as a run cell after cell would: one boot, no
+    second run on record."""
+    head = fake.commits[-1]
+    empty = fake.git("commit-tree", head + "^{tree}", "-p", head, "-m", "ext2: empty (test)")
+    fake.git("update-ref", "refs/heads/series/9.9", empty)
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "2")
+    rc, out = run_check(fake, capsys)
+    assert rc == 0, out
+    assert len(fake.calls["boot"]) == len(fake.commits)         # not one more
+    rows = rows_of(out)
+    assert rows[-1].startswith(empty[:12]) and rows[-1].endswith("(cached)"), rows

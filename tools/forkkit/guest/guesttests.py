@@ -61,7 +61,9 @@ TESTS = {
     # then they pause and statfs is compared with the group descriptor
     # sums.  A reload without a lock misses the blocks allocated in groups
     # the scan has passed before the counter is set (statfs too high, by
-    # at most what the files grew during the remount) and counts twice an
+    # at most what the files grew during the remount plus one allocation in
+    # flight per writer, charged to i_blocks before the descriptor and the
+    # counter are updated) and counts twice an
     # allocation between its descriptor and its counter update when the
     # counter is set (too low, by at most one allocation per writer: a
     # data block and its indirect blocks, 4 x 4 = 16).  The test allows 64

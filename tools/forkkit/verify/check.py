@@ -81,6 +81,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
     preflight_done = False
     base = rev_parse(series.distro_branch)
     base_known = None
+    trees = set()
     try:
         for commit in commits_of(rng, series):
             known, on_base = None, False
@@ -96,6 +97,14 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                         base_known = base_reports(base, cells.rows(), flavour, test, out,
                                                   kernel.choose_accel(prog))
                     known, on_base = base_known, True
+            tree = git(["rev-parse", commit + "^{tree}"])
+            if cells.pool is not None and tree in trees and not force:
+                # an earlier cell boots this very tree: its row, once booted
+                cells.later(lambda commit=commit, known=known: kernel.cached_row(
+                    commit, flavour, test, prog) or kernel.check_commit(
+                    commit, flavour, test, timeout, prog, known=known))
+                continue
+            trees.add(tree)
             hit = None if force else kernel.cached_row(commit, flavour, test, prog)
             if hit:
                 cells.add_row(hit)
@@ -148,10 +157,11 @@ def keep_evidence(row, test, test_key):
 
 class SideBySide:
     """The rows of a check in commit order, and the boots that give them:
-    with more than one guest slot, up to that many at once, each in a
-    thread of its own, while the caller builds the next commits one at a
-    time; with one (no pool) the caller checks cell after cell, as the kit
-    did before."""
+    with more than one guest slot, the caller builds every commit first,
+    one at a time, and the boots then run up to that many at once, each in
+    a thread of its own (a boot never shares the CPUs with a build, which
+    would stretch the guests' clocks against the tests' time limits); with
+    one (no pool) the caller checks cell after cell, as the kit did before."""
 
     def __init__(self, slots):
         self.pool = ThreadPoolExecutor(slots) if slots > 1 else None
@@ -161,8 +171,14 @@ class SideBySide:
         self.items.append(row)
 
     def add(self, fn):
-        """The row fn() gives (a boot), in its place."""
-        self.items.append(self.pool.submit(fn) if self.pool else fn())
+        """The row fn() gives (a boot), in its place: at once without a
+        pool, else when rows() starts the boots."""
+        self.items.append(("boot", fn) if self.pool else fn())
+
+    def later(self, fn):
+        """The row fn() gives once every boot before it has ended (a commit
+        whose tree an earlier cell of this check boots: its cached row)."""
+        self.items.append(("later", fn))
 
     def failed(self):
         """Whether a boot already ended in an error."""
@@ -172,8 +188,11 @@ class SideBySide:
     def rows(self):
         """Every row so far, in order, once its boot has ended; the first
         error of a boot, in commit order, is raised once all have ended."""
+        self.items = [self.pool.submit(i[1]) if isinstance(i, tuple) and i[0] == "boot" else i
+                      for i in self.items]
         wait([i for i in self.items if isinstance(i, Future)])
         self.items = [i.result() if isinstance(i, Future) else i for i in self.items]
+        self.items = [i[1]() if isinstance(i, tuple) else i for i in self.items]
         return list(self.items)
 
     def close(self):

@@ -36,6 +36,7 @@ explanation that names a run not on record, or one that passed, is refused.
 
 import json
 import os
+import re
 
 from . import kernel
 from ..core.errors import ForkError
@@ -72,10 +73,16 @@ def read_rows(root, rel):
     return rows
 
 
+LOG_TIME = re.compile(r"-(\d{8}-\d{6})\.log$")
+
+
 def _run_order(item):
-    """Oldest first: a run's log is named check-<commit>-<date>-<time>.log."""
+    """Oldest first: a run's log is named check-<commit>-<date>-<time>.log
+    (the commits of one tree pooled, the date and time decide)."""
     f, run, _ = item
-    return os.path.basename(run.get("log") or ""), f
+    name = os.path.basename(run.get("log") or "")
+    m = LOG_TIME.search(name)
+    return (m.group(1) if m else ""), name, f
 
 
 def origin(f, row, index):
@@ -132,7 +139,7 @@ def gather(root):
     return {k: sorted(v, key=_run_order) for k, v in out.items()}
 
 
-def judge(runs, some_left_out=False, commit=None):
+def judge(runs, some_left_out=False, commit=None, own=None):
     """The verdict of a cell on its runs [(file, run, row)], oldest first:
     the latest row judged with every run (kernel.judge_runs()), and
     "pass", "FAIL" or its "flaky: k of n runs failed".  `some_left_out`:
@@ -141,9 +148,11 @@ def judge(runs, some_left_out=False, commit=None):
     judged.  `commit`: the cell's commit, whose latest row gives the cells
     (checkpatch is the commit's own) when the runs include those of other
     commits of the same tree."""
-    own = [r for _, _, r in runs if commit is None or r["commit"] == commit]
-    row = dict(own[-1] if own else runs[-1][2], runs=[run for _, run, _ in runs])
-    if some_left_out:
+    if own is None:
+        mine = [r for _, _, r in runs if commit is None or r["commit"] == commit]
+        own = mine[-1] if mine else runs[-1][2]
+    row = dict(own, runs=[run for _, run, _ in runs])
+    if some_left_out or own is not runs[-1][2]:
         row["cells"] = dict(row.get("cells", {}), **runs[-1][1].get("cells", {}))
     kernel.judge_runs(row)
     return row, "pass" if row["passed"] else row.get("flaky") or "FAIL"
@@ -260,7 +269,8 @@ def cells(root):
                 if explanation_of(run, given)]
         judged = [r for r in runs if not explanation_of(r[1], given)]
         if judged:
-            row, verdict = judge(judged, bool(done), key[1])
+            mine = [r for _, _, r in runs if r["commit"] == key[1]]
+            row, verdict = judge(judged, bool(done), key[1], mine[-1] if mine else None)
             if done:
                 verdict += " (%s explained)" % _plural(len(done), "failed run")
         else:
