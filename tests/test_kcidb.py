@@ -77,11 +77,15 @@ def test_same_records_same_bytes(committed, real_repo):
 
 def test_counts_follow_the_records(committed):
     """A test per cell of each judged check cell but `build` (the build's
-    status), and one per fstests result, counted with the kit's loaders."""
+    status), checkpatch included, and one per fstests result, counted with
+    the kit's loaders."""
     rep, _ = committed
     cells = checkrecords.cells(str(REPO))
     n_check = sum(len({name for _, run in c["runs"] for name in run.get("cells", {})
                        if name != "build"}) for c in cells.values())
+    # checkpatch is the commit's own (its rows' cells), one test per cell that has it
+    n_check += sum(any(r.get("commit") == c["key"][1] and r.get("cells", {}).get("checkpatch")
+                       for _, r in c["rows"]) for c in cells.values())
     n_fstests = sum(len(tests) for *_, tests in kcidb._fstests_records(str(REPO)))
     assert n_check > 0 and n_fstests > 0
     paths = [t["path"] for t in rep["tests"]]

@@ -357,7 +357,11 @@ def report(root=None, base_url=None, series_list=None):
         sha = runs[-1].get("image_sha256") or latest_row.get("image_sha256")
         build = build_of(commit, sha, flavour)
         for name in CHECK_CELLS:
-            values = [run.get("cells", {}).get(name) for run in runs]
+            if name == "checkpatch":    # the commit's own, not a run's: its latest row's
+                values = [r.get("cells", {}).get(name) for _, r in cell["rows"]
+                          if r.get("commit") == commit][-1:]
+            else:
+                values = [run.get("cells", {}).get(name) for run in runs]
             if all(v is None for v in values):
                 continue
             status, flaky = _cell_status([v if v is not None else "-" for v in values])
