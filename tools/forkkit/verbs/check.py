@@ -56,6 +56,13 @@ A later pass of a cell that failed is "flaky: k of n runs failed" and is
 no pass, unless every failed run failed only on reports that the base
 shows too (the rule above, with the base's evidence of the run that
 passed; kernel.judge_runs()).
+
+``--runner lava`` boots each guest through LAVA (``lava-run``, Debian's
+lava-dispatcher) on a job the kit writes (guest/lava.py), ``--runner
+lava-server`` through a LAVA server's worker (``tools/fork lava up``);
+the disks are the kit's own files either way, and the verdict is the
+kit's, from the console in the job's log.  A run is recorded with its
+runner; a cell on record is not run again without ``--force``.
 """
 
 import json
@@ -63,6 +70,7 @@ import json
 from ..build.kconfig import FLAVOURS
 from ..core.paths import check_output_path, workdir_relative
 from ..guest import guesttests
+from ..guest.lava import RUNNERS
 from ..repo.series import PRIMARY, Series
 from ..verify.check import markdown, run_check
 
@@ -82,6 +90,10 @@ def add_arguments(p):
                         "an earlier failure stays)")
     p.add_argument("--timeout", type=int, default=900,
                    help="guest timeout in seconds (default: %(default)s)")
+    p.add_argument("--runner", default="qemu", choices=RUNNERS,
+                   help="what boots the guests: qemu (the kit's own, default), lava (LAVA's "
+                        "lava-run on a job the kit writes), lava-server (a LAVA server's "
+                        "worker: `tools/fork lava up`); the verdict is the kit's in each")
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the table as markdown (with what produced it) to this file")
@@ -92,7 +104,8 @@ def main(args):
         if path:
             check_output_path(path, what)
     series = Series(args.series)
-    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
+    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout,
+                     runner=args.runner)
     # the files may become records: their paths relative to the work directory
     kept = workdir_relative(rows)
     if args.json:

@@ -71,7 +71,7 @@ def flaky_note(r):
 
 
 def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, timeout=900,
-              out=print):
+              out=print, runner="qemu"):
     prog = Progress("check")
     guesttests.check_test_name(test)
     require_ktree()
@@ -108,7 +108,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
         # adds nothing
         test_key = guesttests.test_key(test) if known == "base" else None
         rows.append(kernel.check_commit(commit, flavour, test, timeout, prog, known=known,
-                                        changed=changed))
+                                        changed=changed, runner=runner))
         if test_key and guesttests.test_key(test) == test_key:
             add_evidence(rows[-1], test_key)
     out(table(rows))
