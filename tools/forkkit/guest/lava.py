@@ -50,7 +50,7 @@ from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import sha256_file, tail
 from . import initramfs
-from .qemu import BootResult, guest_output, scan
+from .qemu import BootResult, disk_format, guest_output, scan
 
 DEVICE_TYPE = "fork-qemu"
 START = "FORK-GUEST-START"
@@ -120,8 +120,10 @@ def _plain(value, what):
     return value
 
 
-def context(disks, smp, mem, kvm, append, cache="unsafe", disk_format=None):
-    """The job context: what of QEMU's command line is the cell's own."""
+def context(disks, smp, mem, kvm, append, cache="unsafe"):
+    """The job context: what of QEMU's command line is the cell's own (the
+    disks as qemu.qemu_cmd() attaches them: qcow2 for a .qcow2 file, as
+    fstests' root overlay, else raw)."""
     if '"' in append or "\\" in append:
         raise ForkError("kernel arguments %r cannot be passed through LAVA (a quote or a "
                         "backslash)" % append)
@@ -133,15 +135,14 @@ def context(disks, smp, mem, kvm, append, cache="unsafe", disk_format=None):
         if "," in path:
             raise ForkError("disk image %s: QEMU's -drive cannot take a path with a comma"
                             % path)
-        fmt = disk_format(d) if disk_format else "raw"
-        opts.append("-drive file=%s,format=%s,if=virtio,cache=%s" % (path, fmt, cache))
+        opts.append("-drive file=%s,format=%s,if=virtio,cache=%s"
+                    % (path, disk_format(d), cache))
     return {"arch": "amd64", "cpu": "host" if kvm else "max", "memory": int(mem),
             "extra_kernel_args": append.strip(), "extra_options": opts}
 
 
 def _device(memory, cpu, append, extra_options):
     return {
-        "device_type": DEVICE_TYPE,
         "available_architectures": ["amd64", "x86_64"],
         "constants": {
             "shutdown-message": "The system is going down for reboot NOW",
@@ -154,6 +155,7 @@ def _device(memory, cpu, append, extra_options):
             "boot_retry": 1,
         },
         "commands": {},
+        "parameters": {},
         "actions": {
             "deploy": {"connections": {"serial": None},
                        "methods": {"image": {"parameters": {}}}},
@@ -176,24 +178,37 @@ def device_dict(ctx):
 
 
 _LIST = "@@extra_options@@"
+# the template's variables (job context) and their values without a job
+# (the scheduler renders a device without one)
+TEMPLATE_DEFAULTS = {"memory": 2048, "cpu": "max", "extra_kernel_args": "", "extra_options": []}
+
+
+def _var(name):
+    """A template variable with its default (quoted with ', which JSON
+    leaves as it is inside a string)."""
+    value = TEMPLATE_DEFAULTS[name]
+    return "{{ %s|default(%s) }}" % (name, "'%s'" % value if isinstance(value, str)
+                                      else json.dumps(value))
 
 
 def device_template():
     """device_dict() as a LAVA server's device-type template (jinja2): the
     server renders it with each job's context."""
-    dev = _device("{{ memory }}", "{{ cpu }}", "{{ extra_kernel_args }}", _LIST)
+    dev = _device(_var("memory"), _var("cpu"), _var("extra_kernel_args"), _LIST)
     text = json.dumps(dev, indent=1, sort_keys=True)
     return "{# device_type: %s (written by tools/fork lava template) #}\n%s\n" % (
-        DEVICE_TYPE, text.replace(json.dumps(_LIST), "{{ extra_options|tojson }}"))
+        DEVICE_TYPE, text.replace(json.dumps(_LIST), "{{ extra_options|default([])|tojson }}"))
 
 
 def render_template(template, ctx):
-    """device_template() rendered as jinja2 renders it for `ctx` (for the
-    tests, which run without jinja2)."""
+    """device_template() rendered as jinja2 renders it for the job context
+    `ctx` (the tests run without jinja2)."""
+    ctx = dict(TEMPLATE_DEFAULTS, **ctx)
     text = re.sub(r"\{#.*?#\}\n", "", template)
-    text = text.replace("{{ extra_options|tojson }}", json.dumps(ctx["extra_options"]))
+    text = text.replace("{{ extra_options|default([])|tojson }}",
+                        json.dumps(ctx["extra_options"]))
     for key in ("memory", "cpu", "extra_kernel_args"):
-        text = text.replace("{{ %s }}" % key, str(ctx[key]))
+        text = text.replace(_var(key), str(ctx[key]))
     return json.loads(text)
 
 
@@ -560,15 +575,17 @@ def lava_run_binary():
 
 
 def prepare(kernel, script, disks, timeout, smp, mem, kvm, append, log, label, cache,
-            meta, test, extra_files=None):
+            meta, test, extra_files=None, initrd_dir=None):
     """The job directory beside `log`: the single-archive initramfs, the
     job and the device.  `meta` (the cell's identity()) gets the kernel's
-    sha256.  Returns (job dir, job file, device file, initramfs, job)."""
+    sha256.  The initramfs goes to `initrd_dir` (default work/tmp, where
+    the runner removes it after the job).  Returns (job dir, job file,
+    device file, initramfs, job)."""
     base = initramfs.base_archive(extra_files=extra_files, log=log + ".initramfs")
     jobdir = ensure_dir(log + ".lava")
     initrd = single_archive(base, "#!/bin/sh\n" + script + "\n",
-                            os.path.join(ensure_dir(wpath("tmp")), "initrd-%d-%d.cpio"
-                                         % (os.getpid(), next(_jobs))))
+                            os.path.join(initrd_dir or ensure_dir(wpath("tmp")),
+                                         "initrd-%d-%d.cpio" % (os.getpid(), next(_jobs))))
     ctx = context(disks, smp, mem, kvm, append, cache)
     meta = dict(meta, **{"fork.image_sha256": sha256_file(kernel)})
     job = job_definition("fork %s %s" % (label, os.path.basename(kernel)), kernel, initrd,
