@@ -672,22 +672,3 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
              % (secs, res.lava.get("result"), res.rc if res.error is None else "-",
                 ", %d kernel reports" % len(res.problems) if res.problems else ""))
     return res
-
-
-RUNNERS = ("qemu", "lava", "lava-server")
-
-
-def boot_function(runner, meta, test):
-    """The boot function of `runner` (qemu.run_guest()'s signature): "qemu"
-    (the kit's own), "lava" (lava-run) or "lava-server" (a LAVA server's
-    worker, guest/lavaserver.py), the LAVA ones with the cell's identity
-    `meta`."""
-    from . import qemu
-    if runner in (None, "qemu"):
-        return qemu.run_guest
-    if runner == "lava":
-        return lambda *a, **kw: run_guest_lava(*a, meta=meta, test=test, **kw)
-    if runner == "lava-server":
-        from . import lavaserver
-        return lambda *a, **kw: lavaserver.run_guest_server(*a, meta=meta, test=test, **kw)
-    raise ForkError("unknown runner %r: choose one of %s" % (runner, ", ".join(RUNNERS)))

@@ -4,7 +4,7 @@
 
 `up` starts what Debian's lava-server and lava-dispatcher packages would
 start as services: the PostgreSQL cluster, gunicorn serving lava_server
-on 127.0.0.1, lava-scheduler and one lava-worker, each in a session of
+on 127.0.0.1, lava-scheduler and one lava-worker, each in a process group of
 its own with its log and pid in work/lava/.  It makes the kit's device
 type (guest/lava.py's device_template()) and `--devices` devices of it on
 that worker (one job each at a time), a superuser "fork" with an API
@@ -220,7 +220,7 @@ def _alive(pid):
 
 
 def _start(name, cmd, pids):
-    """Start `cmd` in a session of its own (its log in work/lava/NAME.out),
+    """Start `cmd` in a process group of its own (its log in work/lava/NAME.out),
     unless the process of that name `up` started before still runs."""
     if _alive(pids.get(name)):
         return pids[name]

@@ -70,7 +70,7 @@ import json
 from ..build.kconfig import FLAVOURS
 from ..core.paths import check_output_path, workdir_relative
 from ..guest import guesttests
-from ..guest.lava import RUNNERS
+from ..guest.runners import RUNNERS
 from ..repo.series import PRIMARY, Series
 from ..verify.check import markdown, run_check
 

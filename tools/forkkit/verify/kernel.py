@@ -39,7 +39,7 @@ from ..core.errors import ForkError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
 from ..core.records import write_json
-from ..guest import accel, guesttests, lava, reports
+from ..guest import accel, guesttests, lava, reports, runners
 from ..guest.qemu import BOOT_ARGS, failure_message, run_guest
 from ..repo.funcdiff import ALL, with_tail_calls
 from ..repo.git import git
@@ -306,7 +306,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     funcdiff.ALL).  `flavour` adds its
     boot arguments (qemu.BOOT_ARGS) and, for kmemleak kernels, requires
     the guest's leak scan to have run.  `runner`: what boots the guest
-    (guest.lava.boot_function(): the kit's QEMU, lava-run or a LAVA server)."""
+    (guest.runners: the kit's QEMU, lava-run or a LAVA server)."""
     spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:
         raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
@@ -319,7 +319,7 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
                           fs=spec.fs)
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
     guest_accel = accel.choose_once(kernels_dir(), run_guest, prog)
-    boot_fn = run_guest if runner in (None, "qemu") else lava.boot_function(
+    boot_fn = run_guest if runner in (None, "qemu") else runners.boot_function(
         runner, lava.identity(test, guesttests.test_key(test), kit_key(), flavour), test)
     boot = boot_fn(image, spec.script, [disk], timeout=timeout, prog=prog,
                    log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
