@@ -239,9 +239,10 @@ def test_template_renders_to_the_device(tmp_path):
 
 
 def test_paths_lava_cannot_pass_are_refused(tmp_path):
-    (tmp_path / "a b.img").write_bytes(b"x")
-    with pytest.raises(ForkError, match="cannot be passed to QEMU through LAVA"):
-        lava.context([str(tmp_path / "a b.img")], 2, "2048", False, "")
+    for name in ("a b.img", "a#b.img", "a%20b.img"):
+        (tmp_path / name).write_bytes(b"x")
+        with pytest.raises(ForkError, match="cannot be passed to QEMU through LAVA"):
+            lava.context([str(tmp_path / name)], 2, "2048", False, "")
     with pytest.raises(ForkError, match="does not exist"):
         lava.context([str(tmp_path / "missing.img")], 2, "2048", False, "")
     with pytest.raises(ForkError, match="a quote"):

@@ -114,9 +114,10 @@ def check_identity(definition, expected, records=None):
 def _plain(value, what):
     """`value` as one QEMU argument word: LAVA joins its command line with
     spaces and splits it again."""
-    if not value or re.search(r"[\s\"'\\]", value):
+    if not value or re.search(r"[\s\"'\\#?%]", value):
         raise ForkError("%s %r cannot be passed to QEMU through LAVA (it has a space, a "
-                        "quote or a backslash): use a path without them" % (what, value))
+                        "quote, a backslash, #, ? or %%): use a path without them"
+                        % (what, value))
     return value
 
 
