@@ -303,6 +303,10 @@ def up(devices=1, port=PORT, prog=None):
         if dev not in listed:
             manage("devices", "add", "--device-type", lava.DEVICE_TYPE, "--worker", worker, dev)
         manage("devices", "update", "--worker", worker, "--health", "GOOD", dev)
+    # devices of an earlier `up --devices N` with a larger N take no jobs
+    for dev in sorted(set(re.findall(r"\b(%s-\d+)\b" % re.escape(lava.DEVICE_TYPE), listed))
+                      - set(names)):
+        manage("devices", "update", "--health", "RETIRED", dev)
     url = "http://127.0.0.1:%d/" % port
     logs = state_dir()
     if not _answers(url):
