@@ -91,9 +91,10 @@ def add_arguments(p):
     p.add_argument("--timeout", type=int, default=900,
                    help="guest timeout in seconds (default: %(default)s)")
     p.add_argument("--runner", default="qemu", choices=RUNNERS,
-                   help="what boots the guests: qemu (the kit's own, default), lava (LAVA's "
-                        "lava-run on a job the kit writes), lava-server (a LAVA server's "
-                        "worker: `tools/fork lava up`); the verdict is the kit's in each")
+                   help="what boots the guests (default: %(default)s): qemu (the kit's own), "
+                        "lava (LAVA's lava-run on a job the kit writes), lava-server (a LAVA "
+                        "server's worker: `tools/fork lava up`); the verdict is the kit's in "
+                        "each")
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the table as markdown (with what produced it) to this file")

@@ -49,7 +49,7 @@ def add_arguments(p):
     p.add_argument("--timeout", type=int, default=900,
                    help="job: guest timeout in seconds (default: %(default)s)")
     p.add_argument("--out", help="job: the directory to write to")
-    p.add_argument("--devices", type=int, default=0,
+    p.add_argument("--devices", type=int, default=None,
                    help="up: devices (jobs at once) on the worker (default: the guest slots)")
 
 
