@@ -470,7 +470,8 @@ def test_check_passes_each_commit_what_it_changed(monkeypatch):
                         lambda b, c: {"ext2_unlink"} if (b, c) == (base, c1) else set())
     monkeypatch.setattr(kernel, "cached_row", lambda *a: None)
 
-    def check_commit(commit, flavour, test, timeout, prog, known=None, changed=None):
+    def check_commit(commit, flavour, test, timeout, prog, known=None, changed=None,
+                     runner="qemu"):
         got[commit] = (known, changed)
         return {"commit": commit, "subject": "s", "cells": dict.fromkeys(kernel.CELLS, "pass"),
                 "seconds": 0, "details": {}}
@@ -496,7 +497,7 @@ def test_check_commit_adds_the_build_tail_calls(monkeypatch, tmp_path):
     monkeypatch.setattr(kernel, "run_checkpatch", lambda commit, log: ("pass", ""))
 
     def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=(),
-                 flavour="base", changed=None):
+                 flavour="base", changed=None, runner="qemu"):
         seen.append(changed)
         return {"cells": {"boot": "pass", "test": "pass", "e2fsck": "pass", "counts": "pass"},
                 "details": {}, "results": [], "reports": [], "accel": "tcg"}

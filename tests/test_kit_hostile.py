@@ -39,10 +39,11 @@ VERBS = {
     "compare": ["compare"],
     "fstests": ["fstests", "distro/9.9", "series/9.9", "generic/001"],
     "report": ["report", "--docs", "--check"],
+    "lava": ["lava", "status"],
 }
 # frag and bisect take their commits as arguments and read no series;
-# report reads only records/ and docs/
-SERIES_VERBS = [v for v in VERBS if v not in ("frag", "bisect", "report")]
+# report reads only records/ and docs/; lava reads an image and its server
+SERIES_VERBS = [v for v in VERBS if v not in ("frag", "bisect", "report", "lava")]
 
 
 def test_every_verb_is_driven():
@@ -266,6 +267,8 @@ def test_import_inputs(kit, tmp_path):
     ("rebase", ["rebase", "--onto", "../../9.9"], "unknown version"),
     ("update", ["update", "--to", "../../9.9"], "../../9.9"),
     ("fstests", ["fstests", "distro/9.9", "no-such-branch", "generic/001"], "no-such-branch"),
+    ("lava", ["lava", "job", "/nonexistent/bzImage", "--out", "lava-job"], "/nonexistent/bzImage"),
+    ("lava", ["lava", "job", "/nonexistent/bzImage"], "--out DIR"),
 ])
 def test_arguments_that_name_nothing(kit, verb, args, needle):
     kit.laid_out()

@@ -25,6 +25,7 @@ VERBS = [
     ("compare", "compare"),
     ("fstests", "fstests"),
     ("report", "report"),
+    ("lava", "lava"),
 ]
 
 

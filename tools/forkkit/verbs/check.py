@@ -77,6 +77,13 @@ commit, and ``carried`` naming the old commit and table.  The flavour and
 test are each table's own.  It refuses, writing nothing, a commit whose
 tree has no row in a table, a row whose tree is no commit's of RANGE, and
 a table that exists.
+
+``--runner lava`` boots each guest through LAVA (``lava-run``, Debian's
+lava-dispatcher) on a job the kit writes (guest/lava.py), ``--runner
+lava-server`` through a LAVA server's worker (``tools/fork lava up``);
+the disks are the kit's own files either way, and the verdict is the
+kit's, from the console in the job's log.  A run is recorded with its
+runner; a cell on record is not run again without ``--force``.
 """
 
 import json
@@ -84,6 +91,7 @@ import json
 from ..build.kconfig import FLAVOURS
 from ..core.paths import check_output_path, workdir_relative
 from ..guest import guesttests
+from ..guest.runners import RUNNERS
 from ..repo.series import PRIMARY, Series
 from ..verify.carry import carry
 from ..verify.check import commits_of, markdown, run_check
@@ -104,6 +112,11 @@ def add_arguments(p):
                         "an earlier failure stays)")
     p.add_argument("--timeout", type=int, default=900,
                    help="guest timeout in seconds (default: %(default)s)")
+    p.add_argument("--runner", default="qemu", choices=RUNNERS,
+                   help="what boots the guests (default: %(default)s): qemu (the kit's own), "
+                        "lava (LAVA's lava-run on a job the kit writes), lava-server (a LAVA "
+                        "server's worker: `tools/fork lava up`); the verdict is the kit's in "
+                        "each")
     p.add_argument("--json", help="also write the results as JSON to this file")
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the table as markdown (with what produced it) to this file")
@@ -124,7 +137,8 @@ def main(args):
             [o for o, dflt in (("config", "base"), ("test", "smoke"), ("timeout", 900))
              if getattr(args, o) != dflt])
             for r in rows) else 1
-    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout)
+    rows = run_check(args.range, series, args.config, args.test, args.force, args.timeout,
+                     runner=args.runner)
     # the files may become records: their paths relative to the work directory
     kept = workdir_relative(rows)
     if args.json:

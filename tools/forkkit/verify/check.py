@@ -72,7 +72,7 @@ def flaky_note(r):
 
 
 def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, timeout=900,
-              out=print):
+              out=print, runner="qemu"):
     prog = Progress("check")
     guesttests.check_test_name(test)
     require_ktree()
@@ -102,7 +102,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                 # an earlier cell boots this very tree: its row, once booted
                 cells.later(lambda commit=commit, known=known: kernel.cached_row(
                     commit, flavour, test, prog) or kernel.check_commit(
-                    commit, flavour, test, timeout, prog, known=known))
+                    commit, flavour, test, timeout, prog, known=known, runner=runner))
                 continue
             trees.add(tree)
             hit = None if force else kernel.cached_row(commit, flavour, test, prog)
@@ -121,11 +121,12 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             test_key = guesttests.test_key(test) if known == "base" else None
             if cells.pool is None:          # one slot: cell after cell
                 cells.add_row(keep_evidence(kernel.check_commit(
-                    commit, flavour, test, timeout, prog, known=known, changed=changed),
+                    commit, flavour, test, timeout, prog, known=known, changed=changed,
+                    runner=runner),
                     test, test_key))
                 continue
             cell = kernel.prepare_commit(commit, flavour, test, prog, known=known,
-                                         changed=changed)
+                                         changed=changed, runner=runner)
             cells.add(lambda cell=cell, test_key=test_key: keep_evidence(
                 kernel.finish_commit(cell, timeout, prog), test, test_key))
             if cells.failed():

@@ -39,7 +39,7 @@ from ..core.errors import ForkError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
 from ..core.records import write_json
-from ..guest import accel, guesttests, reports
+from ..guest import accel, guesttests, lava, reports, runners
 from ..guest.qemu import BOOT_ARGS, failure_message, run_guest
 from ..repo.funcdiff import ALL, with_tail_calls
 from ..repo.git import git
@@ -214,6 +214,8 @@ def run_entry(row, excuse=None):
              "image_sha256": row.get("image_sha256"),
              "console": row.get("details", {}).get("boot"), "log": row.get("log"),
              "kit": row.get("kit"), "tools": row.get("tools"), "accel": row.get("accel")}
+    if row.get("runner"):
+        entry["runner"] = row["runner"]
     if not entry["passed"]:
         entry["failure"] = failure_text(row)
         entry["excuse"] = excuse
@@ -308,7 +310,7 @@ def sanitizer_reports(log, spec):
 
 
 def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=(),
-             flavour="base", changed=ALL):
+             flavour="base", changed=ALL, runner="qemu"):
     """Boot `image` with guest test `test`; return {"cells", "details",
     "results", "reports"} for boot, test, e2fsck and counts.
 
@@ -318,7 +320,8 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     ext2 functions the commit changed relative to the base, or
     funcdiff.ALL).  `flavour` adds its
     boot arguments (qemu.BOOT_ARGS) and, for kmemleak kernels, requires
-    the guest's leak scan to have run."""
+    the guest's leak scan to have run.  `runner`: what boots the guest
+    (guest.runners: the kit's QEMU, lava-run or a LAVA server)."""
     spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:
         raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
@@ -331,9 +334,11 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
                           fs=spec.fs)
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
     guest_accel = choose_accel(prog)
-    boot = run_guest(image, spec.script, [disk], timeout=timeout, prog=prog,
-                     log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
-                     cache=spec.cache, kvm=guest_accel == "kvm")
+    boot_fn = run_guest if runner in (None, "qemu") else runners.boot_function(
+        runner, lava.identity(test, guesttests.test_key(test), kit_key(), flavour), test)
+    boot = boot_fn(image, spec.script, [disk], timeout=timeout, prog=prog,
+                   log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
+                   cache=spec.cache, kvm=guest_accel == "kvm")
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
@@ -410,15 +415,15 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
             "excuse": keys if only_reports else None}
 
 
-def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL):
+def check_commit(commit, flavour, test, timeout, prog, known=None, changed=ALL, runner="qemu"):
     """checkpatch, build (with patchcheck), boot, guest test, e2fsck and
     counts for one commit; a run that booted the image is added to the
     record (record_run()).  `known`, `changed`: see run_test()."""
-    return finish_commit(prepare_commit(commit, flavour, test, prog, known, changed),
+    return finish_commit(prepare_commit(commit, flavour, test, prog, known, changed, runner),
                          timeout, prog)
 
 
-def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL):
+def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL, runner="qemu"):
     """check_commit()'s first half, which takes no guest: checkpatch and
     the build.  Returns the cell that finish_commit() boots (check runs
     the builds one after another and the boots of several cells at once)."""
@@ -455,25 +460,28 @@ def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL):
             row["ext2_changed_vs_base"] = changed if changed == ALL else sorted(changed)
         choose_accel(prog)      # here, not in a guest's thread: it may probe KVM
     return {"row": row, "key": key, "build": res, "known": known, "changed": changed,
-            "spent": time.monotonic() - t0}
+            "spent": time.monotonic() - t0, "runner": runner}
 
 
 def finish_commit(cell, timeout, prog):
     """check_commit()'s second half: the boot of a prepare_commit() cell
     with a built image (in a guest slot), its verdict and its record;
     returns the row."""
-    row, res, known = cell["row"], cell["build"], cell["known"]
+    row, res, known, runner = cell["row"], cell["build"], cell["known"], cell["runner"]
     flavour, test = row["flavour"], row["test"]
     t0 = time.monotonic()
     excuse = None
     if res is not None:
         out = run_test(res.image, test, timeout, prog, row["log"], "check", known=known,
-                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=cell["changed"])
+                       ext2_symbols=res.ext2_symbols, flavour=flavour, changed=cell["changed"],
+                       runner=runner)
         row["cells"].update(out["cells"])
         row["details"].update(out["details"])
         row["results"] = out["results"]
         row["reports"] = out["reports"]
         row["accel"] = out["accel"]         # the accelerator its guest ran under
+        if runner not in (None, "qemu"):
+            row["runner"] = runner          # what booted it, if not the kit's QEMU
         excuse = out.get("excuse")
     row["seconds"] = round(cell["spent"] + time.monotonic() - t0, 1)
     row["passed"] = cells_pass(row["cells"])

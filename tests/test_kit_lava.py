@@ -1,0 +1,402 @@
+"""guest/lava.py and guest/lavaserver.py without LAVA: the job and device a
+check cell is written as, the device-type template, the job log read back
+into a boot result, the identity check, the single initramfs archive, and
+check --runner lava with lava-run replaced by a program that writes a
+job log (no kernel, no QEMU).  Where LAVA's own packages are installed,
+their schemas judge the job and the device too."""
+
+import json
+import os
+import shlex
+import stat
+
+import pytest
+
+from forkkit import cli
+from forkkit.core.errors import ForkError
+from forkkit.guest import initramfs, lava, lavaserver, qemu
+
+from test_kit_check import fake, rows_of, run  # noqa: F401 - the fixture
+
+
+def rec(lvl, msg, dt="2026-01-01T00:00:01.000000"):
+    """A record as LAVA's logger writes it (yaml, flow style, every scalar
+    double-quoted)."""
+    def q(v):
+        if isinstance(v, dict):
+            return "{" + ", ".join("%s: %s" % (q(k), q(x)) for k, x in v.items()) + "}"
+        if isinstance(v, bool):
+            return '!!bool "%s"' % str(v).lower()
+        if isinstance(v, int):
+            return '!!int "%d"' % v
+        return json.dumps(v)
+    return q({"dt": dt, "lvl": lvl, "msg": msg})
+
+
+def target(line, n=1):
+    # LAVA escapes every double quote of the console before it logs it
+    return rec("target", line.replace('"', '\\"'), "2026-01-01T00:00:02.%06d" % n)
+
+
+BOOT = rec("info", "Boot command: /usr/bin/qemu-system-x86_64 -cpu max -kernel "
+           "/var/lib/lava/dispatcher/tmp/1/deployimages-x/kernel/%s.bzImage -initrd "
+           "/var/lib/lava/dispatcher/tmp/1/deployimages-x/ramdisk/initrd-7-1.cpio" % ("a" * 64))
+
+
+def job_log(console, job_result="pass", error=None, extra=(), kernel_sha="a" * 64):
+    lines = [rec("info", "lava-dispatcher, installed at version: 2023.01"),
+             rec("results", {"case": "file-download", "definition": "lava",
+                             "extra": {"label": "kernel", "sha256sum": kernel_sha}}),
+             BOOT]
+    lines += [target(l, i) for i, l in enumerate(console)]
+    lines += list(extra)
+    lines.append(rec("input", "poweroff\n", "2026-01-01T00:00:09.000000"))
+    lines.append(target("poweroff", 999999).replace("00:00:02.999999", "00:00:09.100000"))
+    res = {"case": "job", "definition": "lava", "result": job_result}
+    if error:
+        res.update(error_msg=error, error_type="Test")
+    lines.append(rec("results", res))
+    return "\n".join(lines) + "\n"
+
+
+def test_log_records_are_read_back_with_every_escape():
+    text = "\n".join([
+        rec("target", 'quote \\" tab\t esc \x1b bell \x07 \u00e9 \u2028 back \\\\'),
+        '{"dt": "x", "lvl": "results", "msg": {"case": "c", "level": !!int "3", '
+        '"ok": !!bool "true", "none": !!null "", "f": !!float "0.5", "l": ["a", "b"]}}',
+        "- " + rec("info", "a server log line"),
+        "Traceback (most recent call last): not a record",
+        '{"dt": "x", "lvl": "info", "msg": "unterminated',
+    ])
+    records = lava.parse_records(text)
+    assert [r["lvl"] for r in records] == ["target", "results", "info"]
+    assert records[1]["msg"] == {"case": "c", "level": 3, "ok": True, "none": None, "f": 0.5,
+                                 "l": ["a", "b"]}
+    assert records[2]["msg"] == "a server log line"
+    try:
+        import yaml
+    except ImportError:
+        return
+    # where PyYAML is installed: each record as LAVA itself would dump it
+    data = {"dt": "2026", "lvl": "target",
+            "msg": 'quote \\" tab\t esc \x1b bell \x07 \u00e9 \u2028 \U0001f600 back \\\\'}
+    line = yaml.dump(data, default_flow_style=True, default_style='"', width=10**6)[:-1]
+    assert lava.parse_records(line) == [data]
+    res = {"dt": "1", "lvl": "results", "msg": {"n": 3, "ok": True, "x": None, "f": 0.25,
+                                                 "extra": {"a": ["b", 1]}}}
+    line = yaml.dump(res, default_flow_style=True, default_style='"', width=10**6)[:-1]
+    assert lava.parse_records(line) == [res]
+
+
+def test_console_is_the_target_lines_unescaped_up_to_lava_input(tmp_path):
+    console = ["[    0.000000] Linux version 9.9", 'FORK-GUEST-START 9.9 cpus=2',
+               'echo "quoted" output', "FORK-EXIT-STATUS: 0", "[    3.0] reboot: Restarting system"]
+    records = lava.parse_records(job_log(console))
+    assert lava.console_lines(records) == console          # no "poweroff" of LAVA's
+    log = str(tmp_path / "console.log")
+    res = lava.boot_result(records, log, "job.yaml", 60, 1.5)
+    assert res.rc == 0 and res.error is None and res.problems == []
+    assert res.output == ['echo "quoted" output']
+    first = open(log).readline()
+    # the console's first line names the image and the initramfs as
+    # qemu.run_guest()'s does (verify/check.py's booted_here() reads it)
+    assert first.startswith("# /usr/bin/qemu-system-x86_64 ")
+    assert ("/%s.bzImage " % ("a" * 64)) in first and "/initrd-7-1.cpio " in first
+
+
+def test_panic_and_timeout_and_no_exit_status(tmp_path):
+    log = str(tmp_path / "c.log")
+    panic = ["FORK-GUEST-START 9.9 cpus=2", "[ 2.0] Kernel panic - not syncing: sysrq"]
+    res = lava.boot_result(lava.parse_records(job_log(panic, "fail", "Connection closed")),
+                           log, "job.yaml", 60, 3.0)
+    # LAVA's job result is beside the point: the console fails the boot
+    assert res.rc == 255 and not res.ok
+    assert res.problems == ["[ 2.0] Kernel panic - not syncing: sysrq"]
+    assert "guest stopped without reporting an exit status" in res.error
+    assert "Connection closed" in res.error
+
+    hang = ["FORK-GUEST-START 9.9 cpus=2", "working"]
+    extra = [rec("exception", "lava-test-monitor timed out after 60 seconds")]
+    res = lava.boot_result(lava.parse_records(job_log(hang, "fail", "lava-test-monitor timed "
+                                                      "out after 60 seconds", extra)),
+                           log, "job.yaml", 60, 61.0)
+    assert res.error.startswith("guest timed out after 60s")
+    # LAVA says pass, the guest test said 3: the guest's status counts
+    res = lava.boot_result(lava.parse_records(job_log(["FORK-GUEST-START", "FORK-EXIT-STATUS: 3"])),
+                           log, "job.yaml", 60, 1.0)
+    assert res.rc == 3 and res.lava["result"] == "pass" and not res.ok
+
+
+def test_no_qemu_started_is_an_error_not_a_verdict(tmp_path):
+    text = rec("results", {"case": "job", "definition": "lava", "result": "fail",
+                           "error_type": "Infrastructure", "error_msg": "Unable to download"})
+    with pytest.raises(ForkError, match="LAVA did not start QEMU .Infrastructure: Unable to "
+                                        "download"):
+        lava.boot_result(lava.parse_records(text), str(tmp_path / "c.log"), "j", 60, 1.0)
+
+
+def cell(tmp_path, disks=("d.img",), append="kasan_multi_shot acpi=noirq", kvm=False):
+    kernel = tmp_path / ("%s.bzImage" % ("b" * 64))
+    kernel.write_bytes(b"kernel")
+    initrd = tmp_path / "initrd.cpio"
+    initrd.write_bytes(b"initrd")
+    paths = []
+    for d in disks:
+        (tmp_path / d).write_bytes(b"\0" * 1024)
+        paths.append(str(tmp_path / d))
+    ctx = lava.context(paths, 2, "2048", kvm, append, "writethrough")
+    meta = lava.identity("smoke", "k" * 16, "kit123", "kasan", image_sha256="b" * 64)
+    return lava.job_definition("fork check x", str(kernel), str(initrd), ctx, 900, meta,
+                               "smoke"), ctx, str(kernel), str(initrd), paths
+
+
+def test_job_names_the_cell_and_its_artifacts(tmp_path):
+    import hashlib
+    job, ctx, kernel, initrd, disks = cell(tmp_path, ("root.qcow2", "test.img"))
+    assert job["metadata"] == {"fork.image_sha256": "b" * 64, "fork.test": "smoke",
+                               "fork.test_key": "k" * 16, "fork.kit": "kit123",
+                               "fork.flavour": "kasan"}
+    images = job["actions"][0]["deploy"]["images"]
+    assert images["kernel"]["url"] == "file://" + kernel
+    assert images["kernel"]["sha256sum"] == hashlib.sha256(b"kernel").hexdigest()
+    assert images["ramdisk"]["sha256sum"] == hashlib.sha256(b"initrd").hexdigest()
+    # the disks are QEMU arguments, not deploy images (LAVA would copy them)
+    assert set(images) == {"kernel", "ramdisk"}
+    assert "-drive file=%s,format=qcow2,if=virtio,cache=writethrough" % disks[0] \
+        in ctx["extra_options"]
+    assert "-drive file=%s,format=raw,if=virtio,cache=writethrough" % disks[1] \
+        in ctx["extra_options"]
+    assert job["timeouts"]["action"] == {"seconds": 900}
+    mon = job["actions"][2]["test"]["monitors"][0]
+    assert (mon["start"], mon["end"]) == ("FORK-GUEST-START", "reboot: Restarting system")
+    import re
+    for status, verdict in (("0", "pass"), ("1", "fail"), ("255", "fail"), ("12", "fail")):
+        m = re.search(mon["pattern"], "FORK-EXIT-STATUS: %s" % status)
+        assert mon["fixupdict"][m.group("result")] == verdict
+    # the text LAVA reads (YAML) is JSON, which the kit reads back
+    assert json.loads(lava.dump(job)) == job
+    try:
+        from lava_common.schemas import validate
+        from lava_common.schemas.device import validate as validate_device
+    except ImportError:
+        return
+    validate(json.loads(lava.dump(job)), strict=True)
+    validate_device(lava.device_dict(ctx))
+
+
+def lava_command(device, job):
+    """The QEMU command line the dispatcher builds from a device and a job
+    (lava_dispatcher/actions/boot/qemu.py): command, options, extra, then
+    each image's image_arg; LAVA joins it with spaces and splits it again."""
+    p = device["actions"]["boot"]["methods"]["qemu"]["parameters"]
+    words = [p["command"]] + p["options"] + p["extra"]
+    for label, img in job["actions"][0]["deploy"]["images"].items():
+        words.append(img["image_arg"].replace("{%s}" % label, img["url"][len("file://"):]))
+    return shlex.split(" ".join(words))
+
+
+def pairs(cmd):
+    """A QEMU command line as a sorted list of (option, value) pairs."""
+    out, i = [], 1
+    while i < len(cmd):
+        if i + 1 < len(cmd) and not cmd[i + 1].startswith("-"):
+            out.append((cmd[i], cmd[i + 1]))
+            i += 2
+        else:
+            out.append((cmd[i], None))
+            i += 1
+    return sorted(out)
+
+
+@pytest.mark.parametrize("kvm", [False, True])
+def test_device_boots_as_the_kit_boots(tmp_path, monkeypatch, kvm):
+    """The QEMU that LAVA starts for a cell gets the arguments the kit's own
+    runner gives it (qemu.qemu_cmd()), in another order."""
+    monkeypatch.setattr(qemu, "qemu_binary", lambda: "qemu-system-x86_64")
+    job, ctx, kernel, initrd, disks = cell(tmp_path, kvm=kvm)
+    ours = qemu.qemu_cmd(kernel, initrd, disks, 2, "2048", kvm, "kasan_multi_shot acpi=noirq",
+                         cache="writethrough")
+    theirs = lava_command(lava.device_dict(ctx), job)
+    assert theirs[0] == "qemu-system-x86_64"
+    assert pairs(theirs) == pairs(ours)
+
+
+def test_template_renders_to_the_device(tmp_path):
+    """The server's device-type template, rendered with a job's context, is
+    the device lava-run is given for that job."""
+    _, ctx, _, _, _ = cell(tmp_path, ("a.img", "b.img"))
+    template = lava.device_template()
+    assert lava.render_template(template, ctx) == lava.device_dict(ctx)
+    try:
+        import jinja2
+    except ImportError:
+        return
+    env = jinja2.Environment()
+    assert json.loads(env.from_string(template).render(**ctx)) == lava.device_dict(ctx)
+    # without a job (the scheduler renders every device so) it is valid too
+    assert json.loads(env.from_string(template).render())["actions"]["boot"]["methods"][
+        "qemu"]["parameters"]["extra"] == []
+
+
+def test_paths_lava_cannot_pass_are_refused(tmp_path):
+    for name in ("a b.img", "a#b.img", "a%20b.img"):
+        (tmp_path / name).write_bytes(b"x")
+        with pytest.raises(ForkError, match="cannot be passed to QEMU through LAVA"):
+            lava.context([str(tmp_path / name)], 2, "2048", False, "")
+    with pytest.raises(ForkError, match="does not exist"):
+        lava.context([str(tmp_path / "missing.img")], 2, "2048", False, "")
+    with pytest.raises(ForkError, match="a quote"):
+        lava.context([], 2, "2048", False, 'x="y"')
+
+
+def test_identity_check_refuses_another_cell():
+    meta = lava.identity("smoke", "k" * 16, "kit123", "base", image_sha256="b" * 64)
+    definition = lava.dump({"job_name": "x", "metadata": meta})
+    records = lava.parse_records(job_log([], kernel_sha="b" * 64))
+    assert lava.check_identity(definition, meta, records)["metadata"] == meta
+    other = dict(meta, **{"fork.kit": "kit999"})
+    with pytest.raises(ForkError, match=r"not this cell: its metadata says fork.kit=kit123 "
+                                        r"\(expected kit999\)"):
+        lava.check_identity(definition, other, records)
+    with pytest.raises(ForkError, match="fork.flavour=missing"):
+        lava.check_identity(lava.dump({"metadata": {}}), meta)
+    # the right metadata on a job that deployed another kernel
+    with pytest.raises(ForkError, match="deployed kernel a{64}, not the image b{64}"):
+        lava.check_identity(definition, meta, lava.parse_records(job_log([])))
+    with pytest.raises(ForkError, match="not JSON"):
+        lava.check_identity("job_name: x\n", meta)
+
+
+def test_single_archive_has_one_trailer_and_the_command(tmp_path):
+    c = initramfs.Cpio()
+    c.dir("bin")
+    c.file("init", b"#!/bin/sh\n")
+    c.file("bin/odd", b"abc")        # a size that needs padding
+    base = tmp_path / "base.cpio"
+    base.write_bytes(c.bytes())
+    out = lava.single_archive(str(base), "#!/bin/sh\necho hi\n", str(tmp_path / "one.cpio"))
+    data = open(out, "rb").read()
+    assert lava.cpio_names(data) == ["bin", "init", "bin/odd", "fork/cmd", "TRAILER!!!"]
+    assert data.count(b"TRAILER!!!") == 1 and len(data) % 4 == 0
+    assert b"echo hi" in data
+    (tmp_path / "bad.cpio").write_bytes(b"not an archive")
+    with pytest.raises(ForkError, match="not a newc archive"):
+        lava.single_archive(str(tmp_path / "bad.cpio"), "x", str(tmp_path / "x.cpio"))
+
+
+def small_base(tmp_path, monkeypatch):
+    """A base initramfs of one file instead of busybox and ci/guest."""
+    c = initramfs.Cpio()
+    c.file("init", b"#!/bin/sh\n")
+    base = tmp_path / "base.cpio"
+    base.write_bytes(c.bytes())
+    monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
+
+
+FAKE_LAVA_RUN = """#!/bin/sh
+# a lava-run that writes a job log: the job file must be the kit's, and
+# the guest slot must be held while it runs
+for a; do job=$a; done
+grep -q '"fork.kit"' "$job" || { echo "no identity in $job" >&2; exit 2; }
+if flock -n "$SLOT" true; then echo "guest slot not held" >&2; exit 3; fi
+cat "$LOG"
+"""
+
+
+def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, monkeypatch):
+    prog = tmp_path / "lava-run"
+    prog.write_text(FAKE_LAVA_RUN)
+    prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
+    log = tmp_path / "canned.log"
+    log.write_text(job_log(["FORK-GUEST-START 9.9", "RESULT prog=x a=1", "FORK-EXIT-STATUS: 0",
+                            "reboot: Restarting system"]))
+    monkeypatch.setenv("LOG", str(log))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
+    monkeypatch.setenv("SLOT", str(kit.work / "locks" / "guest.lock"))
+    monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
+    small_base(tmp_path, monkeypatch)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
+    disk = tmp_path / "d.img"
+    disk.write_bytes(b"\0" * 512)
+    res = lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
+                              log=str(tmp_path / "c.log"), meta={"fork.kit": "x"}, test="smoke")
+    assert (res.rc, res.error, res.output) == (0, None, ["RESULT prog=x a=1"])
+    job = json.load(open(res.lava_job))
+    assert job["metadata"] == {"fork.kit": "x", "fork.image_sha256": lava.sha256_file(kernel)}
+    # the initramfs the job named was the runner's own and is gone
+    assert not os.path.exists(job["actions"][0]["deploy"]["images"]["ramdisk"]["url"][7:])
+
+
+def test_check_runner_lava_gives_the_kits_verdict_and_names_the_runner(fake, capsys,
+                                                                      monkeypatch):
+    """check --runner lava: the guest boots through guest/lava.py with the
+    cell's identity, the cells are judged as the kit's own boots are, and
+    the record says which runner booted each run."""
+    asked = []
+
+    def run_guest_lava(kernel, script, disks=(), meta=None, test=None, **kw):
+        asked.append((meta, test))
+        return kernel_run_guest(kernel, script, disks, **kw)
+
+    from forkkit.verify import kernel
+    kernel_run_guest = kernel.run_guest         # the fixture's fake boot
+    monkeypatch.setattr(kernel, "run_guest", lambda *a, **kw: pytest.fail("qemu runner used"))
+    monkeypatch.setattr(lava, "run_guest_lava", run_guest_lava)
+    fake.fail["boot"].add(fake.commits[1])
+    rc, out = run(fake, capsys, "--runner", "lava")
+    assert rc == 1
+    rows = rows_of(out)
+    assert rows[1].split()[-5:-3] == ["FAIL", "FAIL"] and rows[2].split()[-6:-1] == ["pass"] * 5
+    meta, test = asked[0]
+    from forkkit.guest import guesttests
+    assert test == "smoke"
+    assert meta == {"fork.test": "smoke", "fork.test_key": guesttests.test_key("smoke"),
+                    "fork.kit": kernel.kit_key(), "fork.flavour": "base"}
+    tree = fake.rev(fake.commits[2] + "^{tree}")
+    row = kernel.cached(tree, "base", "smoke")
+    assert row["runner"] == "lava" and row["runs"][-1]["runner"] == "lava"
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--runner", "nope"])
+
+
+def test_server_runner_refuses_a_job_of_another_cell(tmp_path, monkeypatch, kit):
+    """run_guest_server(): a job whose definition on the server does not
+    carry the cell's identity is refused, and nothing is returned."""
+    small_base(tmp_path, monkeypatch)
+    cfg = {"url": "http://127.0.0.1:1/", "token": "t"}
+    os.makedirs(os.path.dirname(lavaserver.config_path()), exist_ok=True)
+    with open(lavaserver.config_path(), "w") as fh:
+        json.dump(cfg, fh)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
+    ksha = lava.sha256_file(kernel)
+    served = {}
+
+    def api(cfg_, path, data=None, timeout=60):
+        if path == "jobs/":
+            served["definition"] = data["definition"]
+            return {"job_ids": [7]}
+        if path == "jobs/7/logs/":
+            return job_log(["FORK-GUEST-START", "FORK-EXIT-STATUS: 0"], kernel_sha=ksha)
+        job = json.loads(served["definition"])
+        job["metadata"]["fork.test_key"] = "edited"       # the server holds another cell
+        return {"state": "Finished", "original_definition": json.dumps(job)}
+
+    monkeypatch.setattr(lavaserver, "api", api)
+    with pytest.raises(ForkError, match=r"not this cell: its metadata says "
+                                        r"fork.test_key=edited \(expected k1\)"):
+        lavaserver.run_guest_server(str(kernel), "true", [], timeout=30,
+                                    log=str(tmp_path / "c.log"),
+                                    meta={"fork.test_key": "k1"}, test="smoke")
+
+    def api_ok(cfg_, path, data=None, timeout=60):
+        if path.startswith("jobs/7/") and not path.endswith("logs/"):
+            return {"state": "Finished", "original_definition": served["definition"]}
+        return api(cfg_, path, data, timeout)
+
+    monkeypatch.setattr(lavaserver, "api", api_ok)
+    res = lavaserver.run_guest_server(str(kernel), "true", [], timeout=30,
+                                      log=str(tmp_path / "c2.log"),
+                                      meta={"fork.test_key": "k1"}, test="smoke")
+    assert res.rc == 0 and res.error is None and res.lava_server_job.endswith(" 7")

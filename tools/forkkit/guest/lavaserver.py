@@ -1,0 +1,372 @@
+"""A LAVA server and worker on this machine, started without systemd
+(`tools/fork lava up`), and guest boots as jobs submitted to it
+(run_guest_server(): `check --runner lava-server`).
+
+`up` starts what Debian's lava-server and lava-dispatcher packages would
+start as services: the PostgreSQL cluster, gunicorn serving lava_server
+on 127.0.0.1, lava-scheduler and one lava-worker, each in a process group of
+its own with its log and pid in work/lava/.  It makes the kit's device
+type (guest/lava.py's device_template()) and `--devices` devices of it on
+that worker (one job each at a time), a superuser "fork" with an API
+token and the worker's token, and writes what a submitter needs to
+work/lava/server.json (mode 0600).  `down` ends the processes it started,
+by their pids, and the PostgreSQL cluster if it started it.
+
+A job submitted here is the job lava-run runs (guest/lava.py): the same
+definition, device and console, read back from the server's log.  Its
+result is refused unless the job the server ran carries the cell's
+identity in its metadata and deployed the image's kernel
+(lava.check_identity()).  The disks are paths on this machine: a worker
+elsewhere needs them at the same paths (tools/forkkit/README.md, "LAVA").
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from ..core.errors import ForkError
+from ..core.locks import GuestSlots
+from ..core.paths import ensure_dir, new_log, wpath
+from ..core.progress import Progress
+from ..core.records import read_json, write_json
+from . import lava
+
+INSTALL = "apt-get install --no-install-recommends lava-server lava-dispatcher postgresql"
+CONFIG_DIR = "/etc/lava-server/dispatcher-config"
+USER = "fork"
+PORT = 8000
+# how long a job may wait for a device before the kit gives up on it
+QUEUE_SECONDS = 1800
+POLL = 2.0
+
+
+def state_dir():
+    return ensure_dir(wpath("lava"))
+
+
+def config_path():
+    return os.path.join(state_dir(), "server.json")
+
+
+def read_config():
+    """work/lava/server.json as `up` wrote it; a ForkError without it."""
+    cfg = read_json(config_path(), None)
+    if not isinstance(cfg, dict) or not all(cfg.get(k) for k in ("url", "token")):
+        raise ForkError("no LAVA server: start one with `tools/fork lava up` (it writes %s)"
+                        % config_path())
+    return cfg
+
+
+# --- the REST API --------------------------------------------------------------
+
+def api(cfg, path, data=None, timeout=60):
+    """A call of the server's REST API (v0.2): the decoded JSON answer."""
+    url = cfg["url"].rstrip("/") + "/api/v0.2/" + path.lstrip("/")
+    headers = {"Authorization": "Token %s" % cfg["token"]}
+    body = None
+    if data is not None:
+        body = json.dumps(data).encode()
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            text = resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:500]
+        raise ForkError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason, detail))
+    except (urllib.error.URLError, OSError) as exc:
+        raise ForkError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
+                        "status`)?" % (url, getattr(exc, "reason", exc)))
+    if path.endswith("/logs/"):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ForkError("LAVA server %s answered no JSON: %s" % (url, text[:200]))
+
+
+def submit(cfg, definition):
+    """Submit a job definition (text); its job id."""
+    ans = api(cfg, "jobs/", {"definition": definition})
+    ids = ans.get("job_ids") if isinstance(ans, dict) else None
+    if not ids:
+        raise ForkError("the LAVA server took no job: %s" % ans)
+    return ids[0]
+
+
+def wait_job(cfg, job_id, deadline, prog=None):
+    """The job's detail once it is Finished (or Canceled); None when
+    `deadline` (time.monotonic()) passed first."""
+    started = False
+    while time.monotonic() < deadline:
+        job = api(cfg, "jobs/%s/" % job_id)
+        if job.get("state") in ("Finished", "Canceled"):
+            return job
+        if not started and job.get("state") == "Running" and prog:
+            prog.say("LAVA job %s started on %s" % (job_id, job.get("actual_device")))
+            started = True
+        time.sleep(POLL)
+    return None
+
+
+def cancel(cfg, job_id):
+    try:
+        api(cfg, "jobs/%s/cancel/" % job_id)
+    except ForkError:
+        pass
+
+
+def collect(cfg, job_id, expected):
+    """The records of a finished job's log, once the job is shown to be the
+    cell asked for (lava.check_identity(): its metadata and the kernel it
+    deployed); a ForkError refuses it."""
+    job = api(cfg, "jobs/%s/" % job_id)
+    records = lava.parse_records(api(cfg, "jobs/%s/logs/" % job_id))
+    lava.check_identity(job.get("original_definition") or job.get("definition") or "",
+                        expected, records)
+    return job, records
+
+
+def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False,
+                     append="", log=None, prog=None, label="boot", extra_files=None,
+                     icount=False, cache="unsafe", follow=None, every_slot=False, meta=None,
+                     test="boot"):
+    """qemu.run_guest() as a job of the LAVA server (`tools/fork lava up`):
+    the job lava-run would run, submitted, waited for, and its console
+    read back from the server's log.  The guest takes a guest slot here,
+    as the server's worker runs on this machine."""
+    if icount:
+        raise ForkError("the LAVA runner has no icount mode (bench's): use the kit's own runner")
+    prog = prog or Progress("boot")
+    cfg = read_config()
+    log = log or new_log(label)
+    jobdir, job_file, _, initrd, job = lava.prepare(
+        kernel, script, disks, timeout, smp, mem, kvm, append, log, label, cache, meta or {},
+        test, extra_files)
+    expected = job["metadata"]
+    with open(job_file) as fh:
+        definition = fh.read()
+    t0 = time.monotonic()
+    killed = False
+    try:
+        with GuestSlots(every=every_slot):
+            job_id = submit(cfg, definition)
+            with open(os.path.join(jobdir, "server-job"), "w") as fh:
+                fh.write("%s %s\n" % (cfg["url"], job_id))
+            prog.say("booting %s as LAVA job %s on %s (timeout %ds, job: %s)"
+                     % (os.path.basename(kernel), job_id, cfg["url"], timeout, job_file))
+            try:
+                done = wait_job(cfg, job_id, t0 + timeout + lava.MARGIN + QUEUE_SECONDS, prog)
+            except BaseException:
+                cancel(cfg, job_id)
+                raise
+            if done is None:
+                killed = True
+                cancel(cfg, job_id)
+                wait_job(cfg, job_id, time.monotonic() + 120)
+    finally:
+        try:
+            os.unlink(initrd)
+        except OSError:
+            pass
+    secs = time.monotonic() - t0
+    _, records = collect(cfg, job_id, expected)
+    with open(os.path.join(jobdir, "lava.log"), "w") as fh:
+        fh.write(api(cfg, "jobs/%s/logs/" % job_id))
+    res = lava.boot_result(records, log, job_file, timeout, secs, killed)
+    res.lava_server_job = "%s %s" % (cfg["url"], job_id)
+    if follow is not None:
+        follow.start()
+        follow.stop()
+    prog.say("guest finished in %.1fs as LAVA job %s (LAVA: %s): exit %s%s"
+             % (secs, job_id, res.lava.get("result"), res.rc if res.error is None else "-",
+                ", %d kernel reports" % len(res.problems) if res.problems else ""))
+    return res
+
+
+# --- standing the server up ---------------------------------------------------
+
+def _need(prog, package):
+    path = shutil.which(prog)
+    if not path:
+        raise ForkError("%s not found: run `%s` (tools/forkkit/README.md, \"LAVA\")"
+                        % (prog, INSTALL))
+    return path
+
+
+def manage(*args, check=True):
+    """`lava-server manage ARGS`: its output."""
+    proc = subprocess.run(["lava-server", "manage"] + list(args), capture_output=True,
+                          text=True)
+    if check and proc.returncode != 0:
+        raise ForkError("lava-server manage %s failed (exit %d): %s" % (
+            " ".join(args), proc.returncode, (proc.stdout + proc.stderr).strip()[-500:]))
+    return proc.stdout + proc.stderr
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError, TypeError):
+        return False
+    return True
+
+
+def _start(name, cmd, pids):
+    """Start `cmd` in a process group of its own (its log in work/lava/NAME.out),
+    unless the process of that name `up` started before still runs."""
+    if _alive(pids.get(name)):
+        return pids[name]
+    out = open(os.path.join(state_dir(), name + ".out"), "a")
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    out.close()
+    pids[name] = proc.pid
+    return proc.pid
+
+
+def _answers(url):
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/api/v0.2/", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def postgres_clusters():
+    """[(version, name, online)] of the machine's PostgreSQL clusters."""
+    out = subprocess.run(["pg_lsclusters", "--no-header"], capture_output=True, text=True)
+    rows = []
+    for line in out.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 4:
+            rows.append((f[0], f[1], f[3] == "online"))
+    return rows
+
+
+def up(devices=1, port=PORT, prog=None):
+    """Start PostgreSQL, lava-server (gunicorn), lava-scheduler and a
+    lava-worker here; make the kit's device type and `devices` devices;
+    write work/lava/server.json.  Returns the config."""
+    prog = prog or Progress("lava")
+    if os.geteuid() != 0:
+        raise ForkError("`tools/fork lava up` must run as root (it starts PostgreSQL, "
+                        "lava-server and a worker as their users)")
+    for p in ("lava-server", "lava-worker", "lava-run", "gunicorn3", "pg_ctlcluster"):
+        _need(p, INSTALL)
+    old = read_json(config_path(), {}) or {}
+    pids = dict(old.get("pids", {}))
+    started_pg = list(old.get("started_postgres", []))
+    clusters = postgres_clusters()
+    if not clusters:
+        raise ForkError("no PostgreSQL cluster: run `pg_createcluster 15 main` (Debian's "
+                        "postgresql package makes one when it installs)")
+    for ver, name, online in clusters:
+        if not online:
+            subprocess.run(["pg_ctlcluster", ver, name, "start"], check=True)
+            started_pg.append([ver, name])
+            prog.say("PostgreSQL %s/%s started" % (ver, name))
+    manage("migrate", "--noinput")
+    if not re.search(r"^\s*\*?\s*%s\b" % USER, manage("users", "list"), re.M):
+        manage("users", "add", "--superuser", "--staff", "--email", "fork@localhost", USER)
+    token = old.get("token") if old.get("user") == USER else None
+    if not token:
+        token = manage("tokens", "add", "--user", USER).strip().splitlines()[-1].strip()
+    worker = socket.gethostname()
+    if worker not in manage("workers", "list"):
+        manage("workers", "add", worker)
+    m = re.search(r"^token\s*:\s*(\S+)", manage("workers", "details", worker), re.M)
+    if not m:
+        raise ForkError("lava-server shows no token for worker %s" % worker)
+    worker_token = m.group(1)
+    # the device type and its devices
+    types = ensure_dir(os.path.join(CONFIG_DIR, "device-types"))
+    with open(os.path.join(types, lava.DEVICE_TYPE + ".jinja2"), "w") as fh:
+        fh.write(lava.device_template())
+    if lava.DEVICE_TYPE not in manage("device-types", "list"):
+        manage("device-types", "add", lava.DEVICE_TYPE)
+    devdir = ensure_dir(os.path.join(CONFIG_DIR, "devices"))
+    listed = manage("devices", "list", "--all", check=False)
+    names = ["%s-%02d" % (lava.DEVICE_TYPE, i) for i in range(1, devices + 1)]
+    for dev in names:
+        path = os.path.join(devdir, dev + ".jinja2")
+        with open(path, "w") as fh:
+            fh.write("{%% extends '%s.jinja2' %%}\n" % lava.DEVICE_TYPE)
+        shutil.chown(path, "lavaserver", "lavaserver")
+        if dev not in listed:
+            manage("devices", "add", "--device-type", lava.DEVICE_TYPE, "--worker", worker, dev)
+        manage("devices", "update", "--worker", worker, "--health", "GOOD", dev)
+    # devices of an earlier `up --devices N` with a larger N take no jobs
+    for dev in sorted(set(re.findall(r"\b(%s-\d+)\b" % re.escape(lava.DEVICE_TYPE), listed))
+                      - set(names)):
+        manage("devices", "update", "--health", "RETIRED", dev)
+    url = "http://127.0.0.1:%d/" % port
+    logs = state_dir()
+    if not _answers(url):
+        _start("gunicorn", ["gunicorn3", "lava_server.wsgi", "--bind", "127.0.0.1:%d" % port,
+                            "--workers", "2", "--worker-class", "eventlet", "-u", "lavaserver",
+                            "-g", "lavaserver", "--log-level", "INFO",
+                            "--log-file", os.path.join(logs, "gunicorn.log")], pids)
+    _start("scheduler", ["lava-server", "manage", "lava-scheduler", "--level", "INFO",
+                         "--log-file", os.path.join(logs, "scheduler.log")], pids)
+    _start("worker", ["lava-worker", "--level", "INFO", "--url", url, "--name", worker,
+                      "--token", worker_token, "--log-file", os.path.join(logs, "worker.log"),
+                      "--worker-dir", ensure_dir(os.path.join(logs, "worker"))], pids)
+    deadline = time.monotonic() + 90
+    while not _answers(url):
+        if time.monotonic() > deadline:
+            raise ForkError("lava-server does not answer on %s after 90 s: see %s" % (
+                url, os.path.join(logs, "gunicorn.log")))
+        time.sleep(1)
+    cfg = {"url": url, "user": USER, "token": token, "worker": worker, "devices": names,
+           "device_type": lava.DEVICE_TYPE, "pids": pids, "started_postgres": started_pg}
+    write_json(config_path(), cfg)
+    os.chmod(config_path(), 0o600)
+    prog.say("LAVA server on %s, worker %s, devices %s (config: %s)"
+             % (url, worker, ", ".join(names), config_path()))
+    return cfg
+
+
+def status():
+    """One line per part of the server: running or not."""
+    cfg = read_json(config_path(), {}) or {}
+    lines = ["server %s: %s" % (cfg.get("url", "-"), "answers" if cfg.get("url")
+                                and _answers(cfg["url"]) else "does not answer")]
+    for name, pid in sorted(cfg.get("pids", {}).items()):
+        lines.append("%s (pid %s): %s" % (name, pid, "running" if _alive(pid) else "not running"))
+    return lines
+
+
+def down(prog=None):
+    """End the processes `up` started (by their pids) and the PostgreSQL
+    clusters it started."""
+    prog = prog or Progress("lava")
+    cfg = read_json(config_path(), {}) or {}
+    pids = cfg.get("pids", {})
+    for name in ("worker", "scheduler", "gunicorn"):
+        pid = pids.get(name)
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(100):
+                if not _alive(pid):
+                    break
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+                time.sleep(0.1)
+            prog.say("%s (pid %d) ended" % (name, pid))
+    for ver, name in cfg.get("started_postgres", []):
+        subprocess.run(["pg_ctlcluster", ver, name, "stop"], check=False)
+        prog.say("PostgreSQL %s/%s stopped" % (ver, name))
+    cfg["pids"] = {}
+    cfg["started_postgres"] = []
+    if os.path.exists(config_path()):
+        write_json(config_path(), cfg)
