@@ -354,8 +354,9 @@ def test_check_runner_lava_gives_the_kits_verdict_and_names_the_runner(fake, cap
     assert meta == {"fork.test": "smoke", "fork.test_key": guesttests.test_key("smoke"),
                     "fork.kit": kernel.kit_key(), "fork.flavour": "base"}
     tree = fake.rev(fake.commits[2] + "^{tree}")
-    row = kernel.cached(tree, "base", "smoke")
+    row = kernel.cached(tree, "base", "smoke", runner="lava")
     assert row["runner"] == "lava" and row["runs"][-1]["runner"] == "lava"
+    assert kernel.cached(tree, "base", "smoke") is None      # no answer for the kit's QEMU
     with pytest.raises(SystemExit):
         cli.main(["check", "--runner", "nope"])
 
@@ -400,3 +401,40 @@ def test_server_runner_refuses_a_job_of_another_cell(tmp_path, monkeypatch, kit)
                                       log=str(tmp_path / "c2.log"),
                                       meta={"fork.test_key": "k1"}, test="smoke")
     assert res.rc == 0 and res.error is None and res.lava_server_job.endswith(" 7")
+
+
+def test_a_lava_verdict_and_a_qemu_verdict_never_answer_each_other(tmp_path, monkeypatch):
+    """The runner is part of the check cache key (the kit's own QEMU keeps
+    its key) and of what a record must say to count."""
+    from forkkit.verify import kernel
+    monkeypatch.setattr(kernel, "fragments_key", lambda flavour: "f")
+    monkeypatch.setattr(kernel.guesttests, "test_key", lambda test: "t")
+    monkeypatch.setattr(kernel, "kit_key", lambda: "k")
+    monkeypatch.setattr(kernel, "tools_key", lambda: "o")
+    assert kernel.cache_key("base", "smoke") == "base-smoke-f-t-k-o"
+    assert kernel.cache_key("base", "smoke", runner="lava") == "base-smoke-f-t-k-o-lava"
+    row = {"tree": "T", "image_sha256": "x", "cells": {c: "pass" for c in kernel.CELLS}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(row))
+    assert kernel.read_record(str(path), "T") is not None
+    assert kernel.read_record(str(path), "T", runner="lava") is None
+    path.write_text(json.dumps(dict(row, runner="lava")))
+    assert kernel.read_record(str(path), "T") is None
+    assert kernel.read_record(str(path), "T", runner="lava") is not None
+
+
+def test_a_secret_is_written_private_from_the_start(tmp_path):
+    import os
+    import stat
+    from forkkit.core.records import write_json
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "server.json"
+        write_json(str(path), {"token": "s"}, mode=0o600)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        write_json(str(path), {"token": "t"}, mode=0o600)          # rewritten: still private
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        write_json(str(tmp_path / "plain.json"), {})
+        assert stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o644
+    finally:
+        os.umask(old)

@@ -8,7 +8,7 @@ import threading
 _serial = itertools.count()
 
 
-def write_json(path, data):
+def write_json(path, data, mode=None):
     """`data` as indented, key-sorted JSON at `path`, replacing the file in
     one step: a reader never sees half of it, two writers (processes or
     threads) never share a temporary file, a crash after the call leaves
@@ -16,14 +16,18 @@ def write_json(path, data):
     write that fails leaves the file as it was and no temporary file
     behind.  Two writers of one file still have to agree who goes first:
     a read-modify-write holds the store's lock (core.locks.DirLock)."""
-    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n", mode)
 
 
-def write_text(path, text):
-    """`text` at `path`, replaced in one step as write_json() does."""
+def write_text(path, text, mode=None):
+    """`text` at `path`, replaced in one step as write_json() does; `mode`
+    (e.g. 0o600 for a secret) is the file's from its creation on."""
     tmp = "%s.tmp-%d-%d-%d" % (path, os.getpid(), threading.get_ident(), next(_serial))
     try:
-        with open(tmp, "w") as fh:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        with os.fdopen(os.open(tmp, flags, 0o666 if mode is None else mode), "w") as fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -327,8 +327,7 @@ def up(devices=1, port=PORT, prog=None):
         time.sleep(1)
     cfg = {"url": url, "user": USER, "token": token, "worker": worker, "devices": names,
            "device_type": lava.DEVICE_TYPE, "pids": pids, "started_postgres": started_pg}
-    write_json(config_path(), cfg)
-    os.chmod(config_path(), 0o600)
+    write_json(config_path(), cfg, mode=0o600)      # it holds the server's API token
     prog.say("LAVA server on %s, worker %s, devices %s (config: %s)"
              % (url, worker, ", ".join(names), config_path()))
     return cfg
@@ -369,4 +368,4 @@ def down(prog=None):
     cfg["pids"] = {}
     cfg["started_postgres"] = []
     if os.path.exists(config_path()):
-        write_json(config_path(), cfg)
+        write_json(config_path(), cfg, mode=0o600)

@@ -101,11 +101,11 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
             if cells.pool is not None and tree in trees and not force:
                 # an earlier cell boots this very tree: its row, once booted
                 cells.later(lambda commit=commit, known=known: kernel.cached_row(
-                    commit, flavour, test, prog) or kernel.check_commit(
+                    commit, flavour, test, prog, runner) or kernel.check_commit(
                     commit, flavour, test, timeout, prog, known=known, runner=runner))
                 continue
             trees.add(tree)
-            hit = None if force else kernel.cached_row(commit, flavour, test, prog)
+            hit = None if force else kernel.cached_row(commit, flavour, test, prog, runner)
             if hit:
                 cells.add_row(hit)
                 continue

@@ -130,27 +130,31 @@ def fragments_key(flavour):
     return h.hexdigest()[:12]
 
 
-def cache_key(flavour, test, guest_accel="tcg"):
+def cache_key(flavour, test, guest_accel="tcg", runner="qemu"):
     """What a verdict was produced by, besides the tree: the config flavour
     and its fragments, the guest test and its inputs (ci/guest), the kit's
     code, the QEMU and e2fsprogs versions first on PATH (tools_key();
     named in the entry as `tools`) and the accelerator the guest ran
-    under (TCG's key names none, as before the kit knew KVM)."""
-    return "%s-%s-%s-%s-%s-%s%s" % (flavour, test, fragments_key(flavour),
-                                    guesttests.test_key(test), kit_key(), tools_key(),
-                                    "" if guest_accel == "tcg" else "-" + guest_accel)
+    under (TCG's key names none, as before the kit knew KVM), and what
+    booted it when not the kit's own QEMU (a LAVA runner: its verdict
+    never answers a request for the other, nor joins its runs)."""
+    return "%s-%s-%s-%s-%s-%s%s%s" % (flavour, test, fragments_key(flavour),
+                                      guesttests.test_key(test), kit_key(), tools_key(),
+                                      "" if guest_accel == "tcg" else "-" + guest_accel,
+                                      "" if runner in (None, "qemu") else "-" + runner)
 
 
-def cache_path(tree, flavour, test, guest_accel="tcg"):
+def cache_path(tree, flavour, test, guest_accel="tcg", runner="qemu"):
     return os.path.join(ensure_dir(wpath("cache", "check")),
-                        "%s-%s.json" % (tree, cache_key(flavour, test, guest_accel)))
+                        "%s-%s.json" % (tree, cache_key(flavour, test, guest_accel, runner)))
 
 
-def cached(tree, flavour, test, guest_accel="tcg"):
+def cached(tree, flavour, test, guest_accel="tcg", runner="qemu"):
     """The record of this cell under that accelerator: the row of its
     latest run with every run (`runs`), pass or fail ("passed" says
     which), or None."""
-    return read_record(cache_path(tree, flavour, test, guest_accel), tree, guest_accel)
+    return read_record(cache_path(tree, flavour, test, guest_accel, runner), tree, guest_accel,
+                       runner)
 
 
 def row_accel(row):
@@ -159,7 +163,7 @@ def row_accel(row):
     return row.get("accel") or "tcg"
 
 
-def read_record(path, tree, guest_accel="tcg"):
+def read_record(path, tree, guest_accel="tcg", runner="qemu"):
     try:
         with open(path) as fh:
             row = json.load(fh)
@@ -168,7 +172,8 @@ def read_record(path, tree, guest_accel="tcg"):
     # Only a complete row of exactly this tree that booted its image under
     # this accelerator counts.
     if not isinstance(row, dict) or row.get("tree") != tree or not row.get("image_sha256") \
-            or set(row.get("cells", {})) != set(CELLS) or row_accel(row) != guest_accel:
+            or set(row.get("cells", {})) != set(CELLS) or row_accel(row) != guest_accel \
+            or (row.get("runner") or "qemu") != (runner or "qemu"):
         return None
     return row
 
@@ -433,7 +438,7 @@ def prepare_commit(commit, flavour, test, prog, known=None, changed=ALL, runner=
     # What the run is recorded under (the key hashes ci/): taken before
     # the build and the guest's initramfs read ci/, and compared after the
     # run; the accelerator is the one the guest ran under.
-    key = cache_key(flavour, test)
+    key = cache_key(flavour, test, runner=runner)
     row = {"commit": commit, "tree": tree, "subject": subject, "flavour": flavour,
            "test": test, "log": log, "cells": {c: "-" for c in CELLS}, "details": {},
            "kit": kit_key(), "tools": tool_versions()}
@@ -487,20 +492,21 @@ def finish_commit(cell, timeout, prog):
     row["passed"] = cells_pass(row["cells"])
     if row["cells"]["boot"] == "-":
         pass                # no image booted: nothing to record
-    elif cache_key(flavour, test) != cell["key"]:
+    elif cache_key(flavour, test, runner=runner) != cell["key"]:
         prog.say("%s: not recorded: the test's inputs (ci/guest or the flavour's fragments) "
                  "changed during the run" % row["commit"][:12])
     else:
-        record_run(cache_path(row["tree"], flavour, test, row["accel"]), row, known, excuse)
+        record_run(cache_path(row["tree"], flavour, test, row["accel"], runner), row, known,
+                   excuse)
     return row
 
 
-def cached_row(commit, flavour, test, prog):
+def cached_row(commit, flavour, test, prog, runner="qemu"):
     """The recorded row for `commit`'s tree (pass, fail or flaky), or None.
     The same tree under another commit (a reworded log) keeps the build
     and guest results, but checkpatch reads the log, so it runs again."""
     tree = git(["rev-parse", commit + "^{tree}"])
-    hit = cached(tree, flavour, test, choose_accel(prog))
+    hit = cached(tree, flavour, test, choose_accel(prog), runner)
     if not hit:
         return None
     if hit["commit"] != commit:
