@@ -125,6 +125,12 @@ def test_panic_and_timeout_and_no_exit_status(tmp_path):
     res = lava.boot_result(lava.parse_records(job_log(["FORK-GUEST-START", "FORK-EXIT-STATUS: 3"])),
                            log, "job.yaml", 60, 1.0)
     assert res.rc == 3 and res.lava["result"] == "pass" and not res.ok
+    # an exit status 0, then a hang on the way to reboot: a timeout, not a pass
+    late = ["FORK-GUEST-START 9.9 cpus=2", "FORK-EXIT-STATUS: 0", "stuck in reboot"]
+    res = lava.boot_result(lava.parse_records(job_log(late, "fail", "lava-test-monitor timed "
+                                                      "out after 60 seconds", extra)),
+                           log, "job.yaml", 60, 61.0)
+    assert res.error and "timed out" in res.error and not res.ok
 
 
 def test_no_qemu_started_is_an_error_not_a_verdict(tmp_path):

@@ -546,7 +546,12 @@ def boot_result(records, log, job_file, timeout, seconds, killed=False):
             res.get("error_type", "?"), res.get("error_msg", "?"), job_file))
     rc, problems = scan(log)
     error = None
-    if rc is None:
+    if rc is not None and (killed or timed_out(records)):
+        # an exit status, then no end (a hang on the way to reboot): a
+        # timeout, as the kit's own QEMU runner counts it
+        error = "guest timed out after %ds, after its exit status %d (console log: %s); " \
+                "last lines:\n%s" % (timeout, rc, log, tail(log, 8))
+    elif rc is None:
         if killed or timed_out(records):
             error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
                 timeout, log, tail(log, 8))
