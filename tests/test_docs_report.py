@@ -174,3 +174,16 @@ def test_an_explanation_of_a_pass_or_an_unknown_run_is_one_line(repo, name, says
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1, err
     assert "records/checks/explained.json: explanation 1:" in err and says in err, err
+
+
+def test_an_each_run_is_shown_step_by_step():
+    """A `bench --each` record is rendered as bench writes it (each commit
+    against its parent), not as an A/B run of unnamed kernels."""
+    import json
+    from forkkit.publish import docs
+    runs = [p.stem for p in (REPO / "records" / "bench").glob("*.json")
+            if json.loads(p.read_text()).get("steps") is not None]
+    assert runs
+    for run in runs:
+        text = "\n".join(docs.d_bench(str(REPO), None, run))
+        assert "against its parent" in text and "None (A)" not in text, run

@@ -223,11 +223,15 @@ def _bench_doc(root, run):
 
 
 def d_bench(root, ctx, run):
-    """One bench run: the kit's markdown of its record (benchlib.markdown():
+    """One bench run: the kit's markdown of its record (benchlib.markdown(),
+    or steps_markdown() for an --each run, as bench writes it:
     what ran, the command that repeats it, the targets, the tables), its
     headings one level down."""
     doc = _bench_doc(root, run)
-    md = benchlib.markdown(doc).rstrip("\n").splitlines()
+    # an --each run (its steps: each commit against its parent) or an A/B run
+    text = benchlib.steps_markdown(doc) if doc.get("steps") is not None else \
+        benchlib.markdown(doc)
+    md = text.rstrip("\n").splitlines()
     md = ["#" + l if l.startswith("#") else l for l in md]
     return md[:1] + ["", "Record: [records/bench/%s.json](records/bench/%s.json)" % (run, run)] \
         + md[1:]
