@@ -280,10 +280,10 @@ def test_the_format_covers_the_emergency_remount_case(tmp_path):
     assert moved == holding
     for k in moved:
         assert k[0] == "7.3" and k[2:] == ("debug", "emergency-remount")
-        assert before[k]["verdict"] == "flaky: 1 of 2 runs failed"
+        n = len(after[k]["runs"])
+        assert n >= 2 and before[k]["verdict"] == "flaky: 1 of %d runs failed" % n
         assert after[k]["verdict"] == "pass (1 failed run explained)"
         assert [run["log"] for _, run, _ in after[k]["explained"]][0] in failed
-        assert len(after[k]["runs"]) == 2
 
 
 def test_a_commit_whose_own_runs_are_explained_keeps_its_own_checkpatch(tmp_path):
