@@ -444,3 +444,19 @@ def test_a_secret_is_written_private_from_the_start(tmp_path):
         assert stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o644
     finally:
         os.umask(old)
+
+
+def test_a_lava_cell_keeps_every_run_on_record(tmp_path, monkeypatch):
+    """record_run() adds a LAVA run to the LAVA record's earlier runs (a
+    failure stays on it) instead of starting the record afresh."""
+    from forkkit.verify import kernel
+    path = str(tmp_path / "rec.json")
+    cells = {c: "pass" for c in kernel.CELLS}
+    base = {"commit": "c", "tree": "T", "image_sha256": "x", "runner": "lava", "flavour": "base",
+            "test": "smoke", "details": {}, "kit": "k", "tools": {}}
+    kernel.record_run(path, dict(base, cells=dict(cells, test="FAIL"), log="l1"))
+    row = dict(base, cells=cells, log="l2")
+    kernel.record_run(path, row)
+    rec = kernel.read_record(path, "T", runner="lava")
+    assert [r["passed"] for r in rec["runs"]] == [False, True]
+    assert not rec["passed"]

@@ -129,8 +129,6 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                                          changed=changed, runner=runner)
             cells.add(lambda cell=cell, test_key=test_key: keep_evidence(
                 kernel.finish_commit(cell, timeout, prog), test, test_key))
-            if cells.failed():
-                break       # a boot failed with an error: no more builds
         rows = cells.rows()
     finally:
         cells.close()
@@ -180,11 +178,6 @@ class SideBySide:
         """The row fn() gives once every boot before it has ended (a commit
         whose tree an earlier cell of this check boots: its cached row)."""
         self.items.append(("later", fn))
-
-    def failed(self):
-        """Whether a boot already ended in an error."""
-        return any(isinstance(i, Future) and i.done() and i.exception() is not None
-                   for i in self.items)
 
     def rows(self):
         """Every row so far, in order, once its boot has ended; the first

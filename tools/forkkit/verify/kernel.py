@@ -275,7 +275,7 @@ def record_run(path, row, known=None, excuse=None):
     failure is never erased), judge the row on all of them (judge_runs())
     and store it."""
     with _records_locked(path):
-        before = read_record(path, row["tree"], row_accel(row))
+        before = read_record(path, row["tree"], row_accel(row), row.get("runner") or "qemu")
         row["runs"] = (runs_of(before) if before else []) + [run_entry(row, excuse)]
         judge_runs(row, known)
         write_json(path, row)       # synced, replaced in one step
