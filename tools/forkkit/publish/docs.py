@@ -24,6 +24,7 @@ from ..core.errors import ForkError
 from ..core.tables import md_cell, md_table
 from ..guest import guesttests
 from ..verify import benchlib, checkrecords
+from ..verify import frag as fraglib
 from ..verify import check as vcheck
 from ..verify import fstests as vfstests
 
@@ -250,6 +251,13 @@ def d_bench_facts(root, ctx, run, *names):
     return md_table(["figure", "value"], rows)
 
 
+def d_frag(root, ctx, run):
+    """One fragmentation run: verify.frag.markdown() of records/frag/RUN.json."""
+    md = fraglib.markdown(_json(root, "records/frag/%s.json" % run))
+    return md[:1] + ["", "Record: [records/frag/%s.json](records/frag/%s.json)" % (run, run)] \
+        + md[1:]
+
+
 def d_include(root, ctx, rel):
     return _read(root, rel).rstrip("\n").splitlines()
 
@@ -264,6 +272,7 @@ DIRECTIVES = {
     "exclude": (d_exclude, ""),
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
+    "frag": (d_frag, "RUN"),
     "include": (d_include, "FILE"),
 }
 
