@@ -110,3 +110,25 @@ def test_bad_input_is_one_line(kit, monkeypatch, capsys, argv, words):
     assert cli.main(argv) != 0
     err = capsys.readouterr().err
     assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_lock_table_across_runs_puts_each_vcpu_count_side_by_side():
+    """BENCHMARKS.md's lock table at 2, 4 and 8 vCPUs (@@ bench-locks),
+    from the committed lockstat runs of the v3 series."""
+    runs = ["20261204-161755-lockstat-smp2", "20261204-162113-lockstat-smp4",
+            "20261204-162346-lockstat-smp8"]
+    lines = docs.d_bench_locks(str(ROOT), None, *runs)
+    assert lines[0].startswith("| workload | class | A 2 vCPUs | B 2 vCPUs | A 4 vCPUs")
+    row = next(l for l in lines if "s_rsv_window_lock" in l and l.startswith("| seed"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # A takes the filesystem-wide window lock on every seed op, B never
+    assert cells[2] != "-" and float(cells[2].split()[0]) > 0.5
+    assert all(c == "-" or c.startswith("0 (0)") for c in cells[3::2])
+    statfs = next(l for l in lines if "s_lock" in l and l.startswith("| statfs"))
+    assert float(statfs.split("|")[3].split()[0]) >= 1.0
+
+
+def test_lock_table_across_refuses_a_run_without_lockstat():
+    with pytest.raises(Exception) as e:
+        docs.d_bench_locks(str(ROOT), None, "20261204-154357-icount")
+    assert "--lockstat" in str(e.value)

@@ -238,6 +238,14 @@ def d_bench(root, ctx, run):
         + md[1:]
 
 
+def d_bench_locks(root, ctx, *runs):
+    """The ext2 lock acquisitions (contentions) per operation of several
+    lockstat runs side by side (benchlib.lock_table_across())."""
+    if not runs:
+        raise ForkError("@@ bench-locks needs the ids of one or more bench runs")
+    return benchlib.lock_table_across([_bench_doc(root, r) for r in runs])
+
+
 def d_bench_facts(root, ctx, run, *names):
     """Named figures of a run (benchlib.record_facts()), as a table."""
     facts = benchlib.record_facts(_bench_doc(root, run))
@@ -273,6 +281,7 @@ DIRECTIVES = {
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
     "frag": (d_frag, "RUN"),
+    "bench-locks": (d_bench_locks, "RUN..."),
     "include": (d_include, "FILE"),
 }
 

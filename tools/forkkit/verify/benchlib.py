@@ -12,6 +12,7 @@ import statistics
 import string
 import types
 
+from ..core.errors import ForkError
 from ..core.tables import md_table
 from ..guest import scripts
 
@@ -447,6 +448,35 @@ def lock_table(doc):
                               (c["contentions"] if c else 0) / ops)
             out.append((wl, name, per))
     return out
+
+
+def lock_table_across(docs):
+    """The ext2 lock acquisitions and contentions per operation of A and B
+    in several lockstat runs (e.g. the same two kernels at 2, 4 and 8
+    vCPUs), as the lines of one markdown table: a row per workload and
+    class, a column pair per run and kernel."""
+    runs = []
+    for doc in docs:
+        meta = doc.get("run", {})
+        if not doc.get("lockstat"):
+            raise ForkError("bench run %s has no lock statistics (run it with --lockstat)"
+                            % meta.get("id", "?"))
+        runs.append((meta.get("smp", 2), {(wl, name): per for wl, name, per in lock_table(doc)}))
+    keys = []
+    for _, table in runs:
+        keys += [k for k in table if k not in keys]
+    keys.sort(key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 99, k[1]))
+    head = ["workload", "class"]
+    for smp, _ in runs:
+        head += ["A %d vCPUs" % smp, "B %d vCPUs" % smp]
+    rows = []
+    for wl, name in keys:
+        row = [wl, name + (" **fs-wide**" if FS_WIDE_EXT2_RE.search(name) else "")]
+        for _, table in runs:
+            per = table.get((wl, name), {})
+            row += ["%.3g (%.3g)" % per[k] if k in per else "-" for k in ("A", "B")]
+        rows.append(row)
+    return md_table(head, rows)
 
 
 def fs_wide_ext2(classes):
