@@ -132,3 +132,16 @@ def test_lock_table_across_refuses_a_run_without_lockstat():
     with pytest.raises(Exception) as e:
         docs.d_bench_locks(str(ROOT), None, "20261204-154357-icount")
     assert "--lockstat" in str(e.value)
+
+
+def test_kit_version_names_the_running_kit_not_the_project_repo(kit):
+    """bench and frag records name the kit that ran: this checkout, even
+    when $FORK_REPO (here the test's scratch repository) is another one."""
+    import subprocess
+    from forkkit.verify.bench import kit_version
+    mine = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    theirs = subprocess.run(["git", "-C", str(kit.repo), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    assert theirs != mine
+    assert kit_version()["commit"] == mine
