@@ -145,3 +145,21 @@ def test_kit_version_names_the_running_kit_not_the_project_repo(kit):
                             capture_output=True, text=True).stdout.strip()
     assert theirs != mine
     assert kit_version()["commit"] == mine
+
+
+def test_steps_summary_gives_each_commit_its_cost_per_workload():
+    """@@ bench-steps: one row per commit of the --each runs (no
+    whole-range row), statfs per filesystem size, and the lock classes whose
+    acquisitions per operation change."""
+    lines = docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount")
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[1:4] == ["statfs 128 groups", "statfs 1024 groups", "statfs 8192 groups"]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:]]
+    assert len(rows) == 3 and not any("whole range" in r[0] for r in rows)
+    statfs_8192 = float(rows[0][3].split("-")[0].split()[0])
+    assert statfs_8192 < 0.01
+    assert [r[-1] != "none" for r in rows] == [False, False, True]
+    assert "s_lock: 1 -> 3.61e-05" in rows[2][-1]
+    with pytest.raises(Exception) as e:
+        docs.d_bench_steps(str(ROOT), None, "20261204-154357-icount")
+    assert "--each" in str(e.value)

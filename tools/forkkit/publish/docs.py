@@ -246,6 +246,14 @@ def d_bench_locks(root, ctx, *runs):
     return benchlib.lock_table_across([_bench_doc(root, r) for r in runs])
 
 
+def d_bench_steps(root, ctx, *runs):
+    """Every commit of several --each runs in one table, its cost per
+    workload against its parent (benchlib.steps_summary())."""
+    if not runs:
+        raise ForkError("@@ bench-steps needs the ids of one or more bench --each runs")
+    return benchlib.steps_summary([_bench_doc(root, r) for r in runs])
+
+
 def d_bench_facts(root, ctx, run, *names):
     """Named figures of a run (benchlib.record_facts()), as a table."""
     facts = benchlib.record_facts(_bench_doc(root, run))
@@ -282,6 +290,7 @@ DIRECTIVES = {
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
     "frag": (d_frag, "RUN"),
     "bench-locks": (d_bench_locks, "RUN..."),
+    "bench-steps": (d_bench_steps, "RUN..."),
     "include": (d_include, "FILE"),
 }
 

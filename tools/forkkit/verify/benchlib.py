@@ -1030,6 +1030,61 @@ def steps(doc, labels, points):
     return out
 
 
+def _summary_column(r):
+    """The column of steps_summary() a point belongs to: its workload, and
+    for statfs its filesystem size, whose cost the series changes most."""
+    groups = (r.get("params") or {}).get("groups")
+    return r["workload"] + (" %s groups" % groups if groups is not None else "")
+
+
+def steps_summary(docs):
+    """One row per commit over several --each runs (the cost of a series,
+    patch by patch): per workload (statfs per filesystem size), the range
+    of the commit's B/A over the ext2 points and the range their 95%
+    intervals span; and the ext2 lock classes whose acquisitions per
+    operation change (parent -> commit).  The whole-range steps are left
+    out.  Lines of a markdown table."""
+    for doc in docs:
+        if doc.get("steps") is None:
+            raise ForkError("bench run %s is not an --each run" % doc["run"].get("id", "?"))
+    cols = []
+    for wl in WORKLOADS:
+        for d in docs:
+            for st in d["steps"]:
+                for r in st["stats"]:
+                    if r["workload"] == wl and r["fs"] == "ext2" \
+                            and _summary_column(r) not in cols:
+                        cols.append(_summary_column(r))
+    rows = []
+    for doc in docs:
+        for st in doc["steps"]:
+            if st["whole"]:
+                continue
+            row = ["`%s` %s" % (st["commit"][:12], st.get("subject") or "")]
+            for col in cols:
+                pts = [r for r in st["stats"] if r["fs"] == "ext2"
+                       and _summary_column(r) == col and r.get("ratio") is not None]
+                if not pts:
+                    row.append("-")
+                    continue
+                lo = min(r["ratio"] for r in pts)
+                hi = max(r["ratio"] for r in pts)
+                ilo = min(r["ratio_lo"] for r in pts)
+                ihi = max(r["ratio_hi"] for r in pts)
+                rng = ("%.3g" % lo) if "%.3g" % lo == "%.3g" % hi else "%.3g-%.3g" % (lo, hi)
+                row.append("%s [%.3g..%.3g]" % (rng, ilo, ihi))
+            changes = []
+            for wl, name, per in st.get("locks") or []:
+                if "A" in per and "B" in per:
+                    a, b = per["A"][0], per["B"][0]
+                    if abs(a - b) > max(0.01, 0.01 * max(a, b)):
+                        changes.append("%s %s: %.3g -> %.3g" % (wl, name, a, b))
+            row.append("; ".join(changes) or "none")
+            rows.append(row)
+    return md_table(["commit"] + cols + ["ext2 lock acquisitions per operation that change"],
+                    rows)
+
+
 def steps_markdown(doc):
     """The report of an --each run: per workload, one row per commit (its
     B/A against its parent, per ext2 point), the A/A control, and the ext2
