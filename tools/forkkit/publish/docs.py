@@ -311,29 +311,59 @@ class _Context:
 def render(root, template_rel, ctx=None):
     """The document that the template `template_rel` (relative to `root`)
     and the records under `root` give, as text."""
+    out = render_lines(root, _read(root, template_rel).splitlines(), template_rel, ctx)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
+def render_lines(root, lines, name, ctx=None):
+    """`lines` of a template (`name` in messages) with every `@@ DIRECTIVE`
+    line replaced by what the records under `root` give and `%%` comment
+    lines dropped."""
     ctx = ctx or _Context(root)
     out = []
-    for n, line in enumerate(_read(root, template_rel).splitlines(), 1):
+    for n, line in enumerate(lines, 1):
         if line.startswith("%%"):
             continue
         if line.startswith("@@"):
             words = line[2:].split()
             if not words or words[0] not in DIRECTIVES:
                 raise ForkError("%s:%d: unknown directive %r: use one of %s" % (
-                    template_rel, n, words[0] if words else "",
+                    name, n, words[0] if words else "",
                     ", ".join(sorted(DIRECTIVES))))
             fn = DIRECTIVES[words[0]][0]
             try:
                 inspect.signature(fn).bind(root, ctx, *words[1:])
             except TypeError:
-                raise ForkError("%s:%d: %s takes %s" % (template_rel, n, words[0],
+                raise ForkError("%s:%d: %s takes %s" % (name, n, words[0],
                                                          DIRECTIVES[words[0]][1] or "no argument"))
             out += fn(root, ctx, *words[1:])
             continue
         out.append(line)
-    while out and not out[-1].strip():
-        out.pop()
-    return "\n".join(out) + "\n"
+    return out
+
+
+def measured_changes(root, directive, args):
+    """What the bench or frag runs a directive line names measured, for a
+    caller that must check it is what it publishes: [("step", parent,
+    commit)] for each commit of an --each run (a change measured against its
+    parent), [("tree", commit)] for each kernel of an A/B bench run or a
+    frag run (a tree measured as it is)."""
+    out = []
+    if directive in ("bench", "bench-locks", "bench-steps"):
+        for run in (args[:1] if directive == "bench" else args):
+            doc = _bench_doc(root, run)
+            if doc.get("steps") is not None:
+                out += [("step", doc["kernels"][st["a"]]["commit"], st["commit"])
+                        for st in doc["steps"] if not st["whole"]]
+            else:
+                out += [("tree", k["commit"]) for k in doc["kernels"].values()
+                        if k.get("commit")]
+    elif directive == "frag":
+        out += [("tree", r["commit"]) for r in
+                _json(root, "records/frag/%s.json" % args[0])["revisions"]]
+    return out
 
 
 def generate(root, names=DOCUMENTS):
