@@ -25,7 +25,11 @@ command), ``{base}`` (Debian package, version, upstream stable version,
 distro commit), and from v2 on ``{changelog}``
 (``mailing/changelog/v<N>.md``, required) and ``{range_diff}`` (against
 v<N-1>, re-created from ``mailing/versions/v<N-1>/`` on the distro commit,
-so it works on a fresh machine).
+so it works on a fresh machine).  A line ``@@ bench-steps RUN...``,
+``@@ bench-locks RUN...`` or ``@@ frag RUN`` is rendered from the committed
+records as the documents render it (then ``{bench}`` may be left out); each
+run it names must have measured this series (every --each step one of its
+changes, by patch id; every other kernel its base's or a commit's tree).
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
 what ``patches/`` records, every commit has a cached passing check (or
