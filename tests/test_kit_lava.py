@@ -8,7 +8,10 @@ their schemas judge the job and the device too."""
 import json
 import os
 import shlex
+import signal
+import subprocess
 import stat
+import time
 
 import pytest
 
@@ -460,3 +463,87 @@ def test_a_lava_cell_keeps_every_run_on_record(tmp_path, monkeypatch):
     rec = kernel.read_record(path, "T", runner="lava")
     assert [r["passed"] for r in rec["runs"]] == [False, True]
     assert not rec["passed"]
+
+
+# --- the processes `lava up` starts, known by more than their pid -----------
+
+def sleeper():
+    """A process of this test's own; returned once it runs `sleep` (its
+    command line is what the kit's messages show)."""
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    while lavaserver._cmdline(proc.pid) != "sleep 300":
+        assert proc.poll() is None
+        time.sleep(0.01)
+    return proc
+
+
+def end(*pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def write_pids(pids):
+    os.makedirs(os.path.dirname(lavaserver.config_path()), exist_ok=True)
+    with open(lavaserver.config_path(), "w") as fh:
+        json.dump({"url": "http://127.0.0.1:1/", "token": "t", "pids": pids}, fh)
+
+
+def test_down_ends_only_the_processes_up_started(kit, capsys):
+    """A pid in work/lava/server.json that names another process now (another
+    start time: the pid was reused) or that an older kit recorded bare is
+    left alone by `down` and shown as such by `status`; the process `up`
+    started (same pid, same start time, same boot) is ended."""
+    ours, reused, bare = sleeper(), sleeper(), sleeper()
+    try:
+        mine = lavaserver.identify(ours.pid)
+        assert mine["cmdline"] == "sleep 300" and mine["boot_id"]
+        stale = dict(lavaserver.identify(reused.pid), cmdline="lava-worker --level INFO")
+        stale["start"] -= 1                # what `up` recorded: the pid's earlier process
+        write_pids({"worker": mine, "scheduler": stale, "gunicorn": bare.pid})
+        status = "\n".join(lavaserver.status())
+        assert "worker (pid %d): running" % ours.pid in status
+        assert "scheduler: not shown to run (scheduler: pid %d is now another process " \
+            "(sleep 300)" % reused.pid in status
+        assert "gunicorn: pid %d was recorded without what identifies" % bare.pid in status
+        lavaserver.down()
+        err = capsys.readouterr().err
+        assert "worker (pid %d) ended" % ours.pid in err
+        assert ours.poll() is not None
+        assert reused.poll() is None and bare.poll() is None      # left alone
+        assert "scheduler: pid %d is now another process (sleep 300), not the one `up` " \
+            "started: left alone" % reused.pid in err
+        assert "gunicorn: pid %d was recorded without what identifies its process" % bare.pid \
+            in err
+        assert json.load(open(lavaserver.config_path()))["pids"] == {}
+    finally:
+        end(ours.pid, reused.pid, bare.pid)
+
+
+def test_up_starts_a_process_anew_when_its_pid_is_anothers(kit, capsys):
+    """_start() (`up`): a recorded process that still runs is not started
+    twice; a recorded pid that another process holds now does not count as
+    running (a new one starts, the other is left alone); a bare pid of a
+    running process is refused in one line."""
+    other = sleeper()
+    started = []
+    try:
+        stale = lavaserver.identify(other.pid)
+        stale["start"] += 1
+        pids = {"worker": stale}
+        pid = lavaserver._start("worker", ["sleep", "300"], pids, lavaserver.Progress("lava"))
+        started.append(pid)
+        assert pid != other.pid and pids["worker"]["pid"] == pid
+        assert lavaserver.process_state(pids["worker"]) == "running"
+        assert other.poll() is None
+        assert "worker: pid %d is now another process (sleep 300)" % other.pid \
+            in capsys.readouterr().err
+        assert lavaserver._start("worker", ["false"], pids) == pid        # the same, running
+        with pytest.raises(ForkError, match="worker: pid %d was recorded without what "
+                                            "identifies its process" % other.pid):
+            lavaserver._start("worker", ["false"], {"worker": other.pid})
+    finally:
+        end(other.pid, *started)

@@ -9,8 +9,12 @@ its own with its log and pid in work/lava/.  It makes the kit's device
 type (guest/lava.py's device_template()) and `--devices` devices of it on
 that worker (one job each at a time), a superuser "fork" with an API
 token and the worker's token, and writes what a submitter needs to
-work/lava/server.json (mode 0600).  `down` ends the processes it started,
-by their pids, and the PostgreSQL cluster if it started it.
+work/lava/server.json (mode 0600), each pid with what identifies its
+process (its start time in /proc/<pid>/stat on this boot: identify()).
+`down` ends the processes it started, each only while its pid still names
+that process (after a reboot or a long pause the pid may be another's: it
+is left alone and said so), and the PostgreSQL cluster if it started it;
+`status` and a second `up` go by the same identity.
 
 A job submitted here is the job lava-run runs (guest/lava.py): the same
 definition, device and console, read back from the server's log.  Its
@@ -211,24 +215,102 @@ def manage(*args, check=True):
     return proc.stdout + proc.stderr
 
 
-def _alive(pid):
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def _boot_id():
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError, TypeError):
-        return False
-    return True
+        with open(BOOT_ID) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
 
 
-def _start(name, cmd, pids):
+def _stat(pid):
+    """(state, start time in clock ticks since boot) of process `pid` from
+    /proc/<pid>/stat, or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as fh:
+            text = fh.read()
+    except (OSError, TypeError, ValueError):
+        return None
+    # the name (field 2) may hold spaces and parentheses: the fields after
+    # it start at the last ")"
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[19])
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % int(pid), "rb") as fh:
+            words = fh.read().split(b"\0")
+    except (OSError, TypeError, ValueError):
+        return ""
+    return " ".join(w.decode(errors="replace") for w in words if w)
+
+
+def identify(pid):
+    """What names the process `pid` for as long as it runs: its start time
+    (/proc/<pid>/stat) on this boot (the kernel's boot id), with its
+    command line (to say what it is); None when it does not run."""
+    st = _stat(pid)
+    if st is None or st[0] in ("Z", "X"):
+        return None
+    return {"pid": int(pid), "start": st[1], "boot_id": _boot_id(), "cmdline": _cmdline(pid)}
+
+
+def process_state(entry):
+    """The state of a process `up` recorded (its identify()): "running"
+    (that very process), "gone", "other" (its pid now names another
+    process: another start time or boot) or "unverified" (a bare pid, as an
+    older kit recorded it, that a process holds now)."""
+    pid = entry.get("pid") if isinstance(entry, dict) else entry
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return "gone"
+    now = identify(pid)
+    if now is None:
+        return "gone"
+    if not isinstance(entry, dict):
+        return "unverified"
+    if (entry.get("start"), entry.get("boot_id")) != (now["start"], now["boot_id"]):
+        return "other"
+    return "running"
+
+
+def _pid(entry):
+    return entry.get("pid") if isinstance(entry, dict) else entry
+
+
+def _left_alone(name, entry):
+    """One line on a recorded pid that is not (or not shown to be) the
+    process `up` started, which the kit leaves alone."""
+    pid = _pid(entry)
+    if process_state(entry) == "other":
+        return "%s: pid %d is now another process (%s), not the one `up` started: left " \
+               "alone" % (name, pid, _cmdline(pid) or "?")
+    return "%s: pid %d was recorded without what identifies its process (an older kit's " \
+           "`lava up`): left alone; end it by hand if `ps -p %d` shows LAVA's %s" % (
+               name, pid, pid, name)
+
+
+def _start(name, cmd, pids, prog=None):
     """Start `cmd` in a process group of its own (its log in work/lava/NAME.out),
-    unless the process of that name `up` started before still runs."""
-    if _alive(pids.get(name)):
-        return pids[name]
+    unless the process of that name `up` started before still runs (the very
+    process: identify()); records its identity in `pids`."""
+    state = process_state(pids.get(name))
+    if state == "running":
+        return pids[name]["pid"]
+    if state == "unverified":
+        raise ForkError("%s; then run `tools/fork lava down` and `tools/fork lava up`"
+                        % _left_alone(name, pids[name]))
+    if state == "other" and prog:
+        prog.say(_left_alone(name, pids[name]) + "; starting %s anew" % name)
     out = open(os.path.join(state_dir(), name + ".out"), "a")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
     out.close()
-    pids[name] = proc.pid
+    # the command as started (the child may not have exec'd it yet)
+    pids[name] = dict(identify(proc.pid) or {"pid": proc.pid}, cmdline=" ".join(cmd))
     return proc.pid
 
 
@@ -313,12 +395,12 @@ def up(devices=1, port=PORT, prog=None):
         _start("gunicorn", ["gunicorn3", "lava_server.wsgi", "--bind", "127.0.0.1:%d" % port,
                             "--workers", "2", "--worker-class", "eventlet", "-u", "lavaserver",
                             "-g", "lavaserver", "--log-level", "INFO",
-                            "--log-file", os.path.join(logs, "gunicorn.log")], pids)
+                            "--log-file", os.path.join(logs, "gunicorn.log")], pids, prog)
     _start("scheduler", ["lava-server", "manage", "lava-scheduler", "--level", "INFO",
-                         "--log-file", os.path.join(logs, "scheduler.log")], pids)
+                         "--log-file", os.path.join(logs, "scheduler.log")], pids, prog)
     _start("worker", ["lava-worker", "--level", "INFO", "--url", url, "--name", worker,
                       "--token", worker_token, "--log-file", os.path.join(logs, "worker.log"),
-                      "--worker-dir", ensure_dir(os.path.join(logs, "worker"))], pids)
+                      "--worker-dir", ensure_dir(os.path.join(logs, "worker"))], pids, prog)
     deadline = time.monotonic() + 90
     while not _answers(url):
         if time.monotonic() > deadline:
@@ -334,38 +416,55 @@ def up(devices=1, port=PORT, prog=None):
 
 
 def status():
-    """One line per part of the server: running or not."""
+    """One line per part of the server: running or not (a recorded pid that
+    another process holds now is not LAVA's: it is said so)."""
     cfg = read_json(config_path(), {}) or {}
     lines = ["server %s: %s" % (cfg.get("url", "-"), "answers" if cfg.get("url")
                                 and _answers(cfg["url"]) else "does not answer")]
-    for name, pid in sorted(cfg.get("pids", {}).items()):
-        lines.append("%s (pid %s): %s" % (name, pid, "running" if _alive(pid) else "not running"))
+    for name, entry in sorted(cfg.get("pids", {}).items()):
+        state = process_state(entry)
+        if state in ("other", "unverified"):
+            lines.append("%s: not shown to run (%s)" % (name, _left_alone(name, entry)))
+        else:
+            lines.append("%s (pid %s): %s" % (name, _pid(entry), "running" if state == "running"
+                                              else "not running"))
     return lines
 
 
 def down(prog=None):
-    """End the processes `up` started (by their pids) and the PostgreSQL
-    clusters it started."""
+    """End the processes `up` started, each only while its pid still names
+    that process (identify()), and the PostgreSQL clusters it started."""
     prog = prog or Progress("lava")
     cfg = read_json(config_path(), {}) or {}
     pids = cfg.get("pids", {})
+    kept = {}
     for name in ("worker", "scheduler", "gunicorn"):
-        pid = pids.get(name)
-        if _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
-                if not _alive(pid):
-                    break
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                time.sleep(0.1)
+        entry = pids.get(name)
+        state = process_state(entry)
+        if state in ("other", "unverified"):
+            prog.say(_left_alone(name, entry))
+            continue
+        if state != "running":
+            continue
+        pid = entry["pid"]
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            if process_state(entry) != "running":
+                break
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+        if process_state(entry) == "running":
+            kept[name] = entry          # still that process: `down` again ends it
+            prog.say("%s (pid %d) did not end within 10 s of SIGTERM" % (name, pid))
+        else:
             prog.say("%s (pid %d) ended" % (name, pid))
     for ver, name in cfg.get("started_postgres", []):
         subprocess.run(["pg_ctlcluster", ver, name, "stop"], check=False)
         prog.say("PostgreSQL %s/%s stopped" % (ver, name))
-    cfg["pids"] = {}
+    cfg["pids"] = kept
     cfg["started_postgres"] = []
     if os.path.exists(config_path()):
         write_json(config_path(), cfg, mode=0o600)
