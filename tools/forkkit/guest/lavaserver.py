@@ -19,8 +19,11 @@ is left alone and said so), and the PostgreSQL cluster if it started it;
 A job submitted here is the job lava-run runs (guest/lava.py): the same
 definition, device and console, read back from the server's log.  Its
 result is refused unless the job the server ran carries the cell's
-identity in its metadata and deployed the image's kernel
-(lava.check_identity()).  The disks are paths on this machine: a worker
+identity in its metadata, deployed the image's kernel and ran on a worker
+whose QEMU printed the version line the kit records for the cell
+(lava.check_identity()).  Where the server or LAVA fails rather than the
+kernel, the boot raises core.errors.RunnerError (an error of the runner,
+no verdict: lava.runner_error()).  The disks are paths on this machine: a worker
 elsewhere needs them at the same paths (tools/forkkit/README.md, "LAVA").
 """
 
@@ -35,7 +38,7 @@ import time
 import urllib.error
 import urllib.request
 
-from ..core.errors import ForkError
+from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
@@ -71,7 +74,9 @@ def read_config():
 # --- the REST API --------------------------------------------------------------
 
 def api(cfg, path, data=None, timeout=60):
-    """A call of the server's REST API (v0.2): the decoded JSON answer."""
+    """A call of the server's REST API (v0.2): the decoded JSON answer; a
+    RunnerError when the server does not answer or not as it should (the
+    check records it as an error of the runner, not of the kernel)."""
     url = cfg["url"].rstrip("/") + "/api/v0.2/" + path.lstrip("/")
     headers = {"Authorization": "Token %s" % cfg["token"]}
     body = None
@@ -84,16 +89,18 @@ def api(cfg, path, data=None, timeout=60):
             text = resp.read().decode(errors="replace")
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")[:500]
-        raise ForkError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason, detail))
+        raise RunnerError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason,
+                                                          " ".join(detail.split())))
     except (urllib.error.URLError, OSError) as exc:
-        raise ForkError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
-                        "status`)?" % (url, getattr(exc, "reason", exc)))
+        raise RunnerError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
+                          "status`)?" % (url, getattr(exc, "reason", exc)))
     if path.endswith("/logs/"):
         return text
     try:
         return json.loads(text)
     except ValueError:
-        raise ForkError("LAVA server %s answered no JSON: %s" % (url, text[:200]))
+        raise RunnerError("LAVA server %s answered no JSON: %s" % (url, " ".join(
+            text[:200].split())))
 
 
 def submit(cfg, definition):
@@ -101,7 +108,7 @@ def submit(cfg, definition):
     ans = api(cfg, "jobs/", {"definition": definition})
     ids = ans.get("job_ids") if isinstance(ans, dict) else None
     if not ids:
-        raise ForkError("the LAVA server took no job: %s" % ans)
+        raise RunnerError("the LAVA server took no job: %s" % " ".join(str(ans).split()))
     return ids[0]
 
 
@@ -129,8 +136,9 @@ def cancel(cfg, job_id):
 
 def collect(cfg, job_id, expected):
     """The records of a finished job's log, once the job is shown to be the
-    cell asked for (lava.check_identity(): its metadata and the kernel it
-    deployed); a ForkError refuses it."""
+    cell asked for (lava.check_identity(): its metadata, and the kernel it
+    deployed and the QEMU its worker booted it with); a ForkError refuses
+    it."""
     job = api(cfg, "jobs/%s/" % job_id)
     records = lava.parse_records(api(cfg, "jobs/%s/logs/" % job_id))
     lava.check_identity(job.get("original_definition") or job.get("definition") or "",
@@ -145,7 +153,10 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
     """qemu.run_guest() as a job of the LAVA server (`tools/fork lava up`):
     the job lava-run would run, submitted, waited for, and its console
     read back from the server's log.  The guest takes a guest slot here,
-    as the server's worker runs on this machine."""
+    as the server's worker runs on this machine.  A RunnerError where the
+    server or LAVA failed, not the kernel: the server did not answer, the
+    job did not boot in time (queued, deploy), it booted no kernel or it
+    was canceled by someone other than the kit (lava.boot_result())."""
     if icount:
         raise ForkError("the LAVA runner has no icount mode (bench's): use the kit's own runner")
     prog = prog or Progress("boot")
@@ -174,17 +185,23 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
             if done is None:
                 killed = True
                 cancel(cfg, job_id)
-                wait_job(cfg, job_id, time.monotonic() + 120)
+                done = wait_job(cfg, job_id, time.monotonic() + 120)
     finally:
         try:
             os.unlink(initrd)
         except OSError:
             pass
     secs = time.monotonic() - t0
-    _, records = collect(cfg, job_id, expected)
+    job, records = collect(cfg, job_id, expected)
     with open(os.path.join(jobdir, "lava.log"), "w") as fh:
         fh.write(api(cfg, "jobs/%s/logs/" % job_id))
-    res = lava.boot_result(records, log, job_file, timeout, secs, killed)
+    if killed and lava.boot_command(records) is None:
+        raise RunnerError("LAVA job %s on %s did not boot within %d s (state %s, health %s): "
+                          "the kit canceled it; see %s" % (
+                              job_id, cfg["url"], timeout + lava.MARGIN + QUEUE_SECONDS,
+                              job.get("state", "?"), job.get("health", "?"), job_file))
+    res = lava.boot_result(records, log, job_file, timeout, secs, killed,
+                           canceled=not killed and job.get("health") == "Canceled")
     res.lava_server_job = "%s %s" % (cfg["url"], job_id)
     if follow is not None:
         follow.start()
