@@ -559,7 +559,7 @@ def fake_world(tmp_path, monkeypatch):
         img = tmp_path / ("%s-bzImage-%s" % (rev[:1], flavour))
         img.write_text("kernel %s %s" % (rev, flavour))
         return argparse.Namespace(image=str(img), commit=rev, log=str(tmp_path / "b.log"),
-                                  image_sha256="5" * 64)
+                                  image_sha256="5" * 64, tree="7" + rev[1:])
 
     monkeypatch.setattr(cmd_bench, "build", fake_build)
 
@@ -955,6 +955,7 @@ def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, mon
     monkeypatch.setattr(cmd_bench, "each_revs", lambda a, b: ["distro/6.12", c1, c2])
     monkeypatch.setattr(cmd_bench, "rev_parse", lambda rev: {"distro/6.12": "a" * 40}.get(rev, rev))
     monkeypatch.setattr(cmd_bench, "subject_of", lambda c: "ext2: commit %s" % c[:1])
+    monkeypatch.setattr(cmd_bench, "patch_id_of_commit", lambda c: "p" + c[1:])
     boots = []
 
     def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", log=None,
@@ -990,6 +991,10 @@ def test_each_measures_every_commit_against_its_parent(tmp_path, fake_world, mon
     assert seed(first)["control"]["ratio"] == pytest.approx(1.0)
     assert "control" not in seed(second)
     assert first["subject"] == "ext2: commit c" and first["locks"]
+    # what a cover letter naming the run is checked against: each kernel's
+    # tree and the patch id of the change it makes
+    assert doc["kernels"]["K1"]["patch_id"] == "p" + c1[1:]
+    assert doc["kernels"]["K2"]["tree"] == "7" + c2[1:]
     md = (Path(doc["run"]["dir"]) / "bench.md").read_text()
     assert "each commit of distro/6.12..%s against its parent" % c2 in md
     assert "| K1 ext2: commit c | 1.3 [1.3..1.3] ±0.0%" in md

@@ -811,3 +811,30 @@ def test_a_letter_naming_a_run_of_other_changes_is_refused(ek):
     each_record(ek, "20260102-000000-each", [base] + other)
     with pytest.raises(ForkError, match="not in the series being exported"):
         cmd_export.check_measured(str(tmpl), base, ek.ids)
+
+
+def test_a_run_this_tree_cannot_check_is_a_note_not_a_pass(ek):
+    """A record without patch ids whose commits this tree lacks (made
+    elsewhere by an older kit) is neither refused nor taken as checked; with
+    the ids recorded, the check needs no commit of the run."""
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ bench-steps 20260103-000000-each\n")
+    gone = ["%040x" % n for n in range(1, 4)]
+    each_record(ek, "20260103-000000-each", gone)
+    notes = cmd_export.check_measured(str(tmpl), base, ek.ids)
+    assert len(notes) == 2 and all("could not be checked" in n for n in notes)
+    # the same run with the patch ids recorded: checked without the commits
+    rec = ek.repo / "records" / "bench" / "20260103-000000-each.json"
+    doc = json.loads(rec.read_text())
+    from forkkit.repo.patchfile import patch_id_of_commit
+    for k, c in zip(("K1", "K2"), ek.ids[1:]):
+        doc["kernels"][k]["patch_id"] = patch_id_of_commit(c)
+    rec.write_text(json.dumps(doc))
+    assert cmd_export.check_measured(str(tmpl), base, ek.ids) == []
+    doc["kernels"]["K2"]["patch_id"] = "0" * 40
+    rec.write_text(json.dumps(doc))
+    with pytest.raises(ForkError, match="not in the series being exported"):
+        cmd_export.check_measured(str(tmpl), base, ek.ids)

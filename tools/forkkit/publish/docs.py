@@ -346,22 +346,27 @@ def render_lines(root, lines, name, ctx=None):
 
 def measured_changes(root, directive, args):
     """What the bench or frag runs a directive line names measured, for a
-    caller that must check it is what it publishes: [("step", parent,
-    commit)] for each commit of an --each run (a change measured against its
-    parent), [("tree", commit)] for each kernel of an A/B bench run or a
-    frag run (a tree measured as it is)."""
+    caller that must check it is what it publishes: for each commit of an
+    --each run, {"step": commit, "parent": its parent, "patch_id": the
+    change's patch id if the record has it}; for each kernel of an A/B
+    bench run or a frag run, {"tree": its commit, "id": its tree id if the
+    record has it}."""
     out = []
     if directive in ("bench", "bench-locks", "bench-steps"):
         for run in (args[:1] if directive == "bench" else args):
             doc = _bench_doc(root, run)
             if doc.get("steps") is not None:
-                out += [("step", doc["kernels"][st["a"]]["commit"], st["commit"])
-                        for st in doc["steps"] if not st["whole"]]
+                for st in doc["steps"]:
+                    if not st["whole"]:
+                        kb = doc["kernels"][st["b"]]
+                        out.append({"step": st["commit"],
+                                    "parent": doc["kernels"][st["a"]]["commit"],
+                                    "patch_id": kb.get("patch_id")})
             else:
-                out += [("tree", k["commit"]) for k in doc["kernels"].values()
-                        if k.get("commit")]
+                out += [{"tree": k["commit"], "id": k.get("tree")}
+                        for k in doc["kernels"].values() if k.get("commit")]
     elif directive == "frag":
-        out += [("tree", r["commit"]) for r in
+        out += [{"tree": r["commit"], "id": r.get("tree")} for r in
                 _json(root, "records/frag/%s.json" % args[0])["revisions"]]
     return out
 

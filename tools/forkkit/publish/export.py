@@ -430,27 +430,47 @@ def check_measured(path, base, commits):
     """Every run the template's `@@` lines name measured this series: each
     step of an --each run the very change one of `commits` makes (the same
     patch id, on whatever tree it was applied to), each kernel of an A/B or
-    frag run the tree of `base` or of one of `commits`.  A run of an
-    earlier version of the series, or of another series, is refused."""
+    frag run the tree of `base` or of one of `commits`.  A run of other
+    changes (an earlier version, another series) is refused.  What cannot be
+    checked here, a record without the ids whose commits this kernel tree
+    lacks (a run made on another machine by an older kit), is returned as
+    notes for the cover letter, never taken as checked."""
     directives = bench_directives(path)
     if not directives:
-        return
+        return []
     trees = {git(["rev-parse", c + "^{tree}"]) for c in [base] + list(commits)}
     changes = {patch_id_of_commit(c) for c in commits}
+    notes = []
+
+    def have(commit):
+        return git_ok(["cat-file", "-e", commit + "^{commit}"])
+
     for directive, args in directives:
+        line = "`@@ %s %s`" % (directive, " ".join(args))
         for what in docs.measured_changes(repo_root(), directive, args):
-            if what[0] == "step":
-                ok = (git(["rev-parse", what[2] + "^"]) == what[1]
-                      and patch_id_of_commit(what[2]) in changes)
-                name = "the change %s..%s" % (what[1][:12], what[2][:12])
+            if "step" in what:
+                commit, name = what["step"], "the change of %s" % what["step"][:12]
+                pid = what.get("patch_id")
+                if pid is None and have(commit):
+                    if git(["rev-parse", commit + "^"]) != what["parent"]:
+                        raise ForkError("%s: %s names %s, whose parent is not the one it "
+                                        "was measured against" % (rel(path), line, name))
+                    pid = patch_id_of_commit(commit)
+                ok = None if pid is None else pid in changes
             else:
-                ok = git(["rev-parse", what[1] + "^{tree}"]) in trees
-                name = "the tree of %s" % what[1][:12]
-            if not ok:
-                raise ForkError("%s: `@@ %s %s` measured %s, which is not in the series "
-                                "being exported: name a run of this version (or measure "
-                                "it: see BENCHMARKS.md)" % (rel(path), directive,
-                                                            " ".join(args), name))
+                commit, name = what["tree"], "the tree of %s" % what["tree"][:12]
+                tid = what.get("id") or (git(["rev-parse", commit + "^{tree}"])
+                                         if have(commit) else None)
+                ok = None if tid is None else tid in trees
+            if ok is False:
+                raise ForkError("%s: %s measured %s, which is not in the series being "
+                                "exported: name a run of this version (or measure it: see "
+                                "BENCHMARKS.md)" % (rel(path), line, name))
+            if ok is None:
+                notes.append("%s could not be checked against this series here (its "
+                             "record has no patch or tree id and this tree lacks commit %s)"
+                             % (name, commit[:12]))
+    return notes
 
 
 def render_template(path, values, optional=()):

@@ -198,7 +198,9 @@ def export(args, out=print):
         prev_msgid = read_kv(os.path.join(prev, "base")).get("cover-message-id")
 
     template = cover_template(series)
-    check_measured(template, base, commits)
+    unchecked_runs = check_measured(template, base, commits)
+    for note in unchecked_runs:
+        prog.say("warning: " + note)
     values = {
         "summary": summary_text(commits),
         "check_table": check_text(rows, args.config, args.test, args.allow_unchecked),
@@ -213,6 +215,10 @@ def export(args, out=print):
     # a series' own letter (the fixes) may leave out the benchmarks
     subject, body = render_template(template, values, optional=(
         ("bench",) if template != mailing("cover-letter.tmpl") else ()))
+    if unchecked_runs:
+        note = "Note on the benchmark figures: %s." % "; ".join(unchecked_runs)
+        body = (body.replace("{range_diff}", note + "\n\n{range_diff}", 1)
+                if "{range_diff}" in body else body + "\n" + note + "\n")
 
     # what is mailed: the sender as author (unless --keep-author), no
     # placeholder sign-offs; the trees are those that were checked

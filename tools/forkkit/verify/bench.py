@@ -20,6 +20,7 @@ from ..guest import guesttests
 from ..guest.console import Follower
 from ..guest.qemu import ICOUNT_ARGS, failure_message, run_guest
 from ..repo.git import rev_parse
+from ..repo.patchfile import patch_id_of_commit
 from ..repo.series import default_revs
 from . import benchlib
 
@@ -42,8 +43,8 @@ def kernel_image(rev, flavour, prog, rebuild=False):
     res = build(commit, flavour, do_patchcheck=False, prog=prog, force=rebuild)
     if res.commit != commit:
         raise ForkError("build of %s produced %s, expected %s" % (rev, res.commit, commit))
-    return {"rev": rev, "commit": commit, "flavour": flavour, "image": res.image,
-            "image_sha256": res.image_sha256, "build_log": res.log}
+    return {"rev": rev, "commit": commit, "tree": res.tree, "flavour": flavour,
+            "image": res.image, "image_sha256": res.image_sha256, "build_log": res.log}
 
 
 # ---------------------------------------------------------------------------
@@ -464,6 +465,9 @@ def run_bench(opts, prog=None, out=print):
     if each:
         for k in labels:
             kernels[k]["subject"] = subject_of(kernels[k]["commit"])
+            # the change the commit makes, whatever tree it is applied to:
+            # what a cover letter naming the run is checked against
+            kernels[k]["patch_id"] = patch_id_of_commit(kernels[k]["commit"])
     if control and labels[0] in kernels:
         # the A/A control boots A's very image (same file, same sha256)
         kernels["C"] = dict(kernels[labels[0]], control_of=labels[0])
