@@ -163,3 +163,13 @@ def test_steps_summary_gives_each_commit_its_cost_per_workload():
     with pytest.raises(Exception) as e:
         docs.d_bench_steps(str(ROOT), None, "20261204-154357-icount")
     assert "--each" in str(e.value)
+
+
+def test_frag_table_is_one_row_per_revision(kit, monkeypatch):
+    fake_run(kit, monkeypatch, {"a": [2, 4], "b": [6, 6]})
+    assert cli.main(["frag", "a", "b", "--reps", "2", "--record"]) == 0
+    run = next((kit.repo / "records" / "frag").glob("*.json")).stem
+    lines = docs.d_frag_table(str(kit.repo), None, run)
+    assert lines[0] == "| commit | subject | all 1 files | 2 tasks, one directory |"
+    assert lines[2].endswith("| 3 [2..4] | 3 [2..4] |")
+    assert lines[3].endswith("| 6 [6..6] | 6 [6..6] |") and len(lines) == 4

@@ -274,6 +274,11 @@ def d_frag(root, ctx, run):
         + md[1:]
 
 
+def d_frag_table(root, ctx, run):
+    """Only the table of a fragmentation run (verify.frag.table())."""
+    return fraglib.table(_json(root, "records/frag/%s.json" % run))
+
+
 def d_include(root, ctx, rel):
     return _read(root, rel).rstrip("\n").splitlines()
 
@@ -289,6 +294,7 @@ DIRECTIVES = {
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
     "frag": (d_frag, "RUN"),
+    "frag-table": (d_frag_table, "RUN"),
     "bench-locks": (d_bench_locks, "RUN..."),
     "bench-steps": (d_bench_steps, "RUN..."),
     "include": (d_include, "FILE"),
@@ -365,7 +371,7 @@ def measured_changes(root, directive, args):
             else:
                 out += [{"tree": k["commit"], "id": k.get("tree")}
                         for k in doc["kernels"].values() if k.get("commit")]
-    elif directive == "frag":
+    elif directive in ("frag", "frag-table"):
         out += [{"tree": r["commit"], "id": r.get("tree")} for r in
                 _json(root, "records/frag/%s.json" % args[0])["revisions"]]
     return out

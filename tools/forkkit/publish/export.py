@@ -402,7 +402,7 @@ def changelog_text(n, path, prev_msgid):
     return out
 
 
-BENCH_DIRECTIVES = ("bench", "bench-locks", "bench-steps", "frag")
+BENCH_DIRECTIVES = ("bench", "bench-locks", "bench-steps", "frag", "frag-table")
 
 
 def bench_directives(path):

@@ -105,9 +105,8 @@ def revision_summary(runs):
 
 
 def markdown(doc):
-    """A record (records/frag/<id>.json) as markdown: what ran, the command,
-    a table per kind of file with every revision's mean [min..max] over its
-    boots."""
+    """A record (records/frag/<id>.json) as markdown: what ran, the command
+    and table()."""
     lines = ["### frag %s: fragments per file, %s" % (doc["id"], ", ".join(
         r["rev"] for r in doc["revisions"])), ""]
     lines += ["- reproduce: `%s`" % doc["command"],
@@ -119,30 +118,26 @@ def markdown(doc):
               "- guest script: ci/guest/scripts/%s, sha256 %s; kit %s"
               % (SCRIPT_FILE, doc["script_sha256"][:12], doc["kit"]["commit"][:12]),
               "- a fragment is a maximal run of consecutive blocks of a file "
-              "(debugfs `blocks`); indirect blocks sit among the data, so a "
-              "file of more than 12 blocks has at least 2; lower fragments per "
-              "file and higher blocks per fragment are better", ""]
+              "(debugfs `blocks`); indirect blocks sit among the data, so even a "
+              "perfectly placed file has a few; lower fragments per file is better; each cell: fragments per file, mean [min..max] over "
+              "the boots (the record has blocks per fragment too)", ""]
 
-    def cell(v):
-        return "%g [%g..%g]" % tuple(v)
+    return lines + table(doc)
 
-    groups = [("all files", lambda s: s["all"])] + [
-        (k, lambda s, k=k: s["kinds"].get(k)) for k in sorted(
-            {k for r in doc["revisions"] for k in r["over_boots"]["kinds"]})]
-    for title, get in groups:
-        rows = []
-        for r in doc["revisions"]:
-            s = get(r["over_boots"])
-            if s is None:
-                continue
-            rows.append(["`%s`" % r["commit"][:12], r["subject"],
-                         str(r["runs"][0]["summary"]["files"]),
-                         cell(s["mean_fragments_per_file"]),
-                         cell(s["mean_blocks_per_fragment"])])
-        lines += ["#### %s" % title, "",
-                  *md_table(["commit", "subject", "files", "fragments per file",
-                             "blocks per fragment"], rows), ""]
-    return lines
+
+def table(doc):
+    """One row per revision: fragments per file, mean [min..max] over its
+    boots, for all files and for each kind of file."""
+    kinds_ = sorted({k for r in doc["revisions"] for k in r["over_boots"]["kinds"]})
+
+    def cell(s):
+        return "%g [%g..%g]" % tuple(s["mean_fragments_per_file"]) if s else "-"
+
+    rows = [["`%s`" % r["commit"][:12], r["subject"], cell(r["over_boots"]["all"])]
+            + [cell(r["over_boots"]["kinds"].get(k)) for k in kinds_]
+            for r in doc["revisions"]]
+    return md_table(["commit", "subject", "all %d files" % doc["revisions"][0]["runs"][0][
+        "summary"]["files"]] + kinds_, rows)
 
 
 def sha256_text(text):
