@@ -205,7 +205,8 @@ def test_lava_failing_is_an_error_of_the_runner(tmp_path, console, error_type, e
     # a silent reset (triple fault): QEMU exits, no report, LAVA: Infrastructure
     (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"],
      "Infrastructure", False, False),
-    # a hang the kit's timeout ended, which the kit's own runner fails as well
+    # a hang the kit's timeout ended once the guest had its time (89 s of 60:
+    # LAVA's last record, "late"), which the kit's own runner fails as well
     (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"],
      "Canceled", True, False),
     # an exit status 3, then a job canceled on the server: the guest's verdict stands
@@ -217,11 +218,46 @@ def test_lava_failing_is_an_error_of_the_runner(tmp_path, console, error_type, e
 ])
 def test_a_kernel_that_ran_and_failed_is_judged_whatever_lava_says(tmp_path, console,
                                                                   error_type, killed, canceled):
+    late = [rec("info", "Canceling the job", "2026-01-01T00:01:30.000000")]
     records = lava.parse_records(job_log(console, "fail", "Connection closed",
-                                         error_type=error_type))
+                                         late if killed else (), error_type=error_type))
     res = lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0, killed=killed,
                            canceled=canceled)
     assert not res.ok
+
+
+def test_only_a_timed_out_record_of_the_guests_run_is_a_timeout(tmp_path):
+    """A download LAVA retried after it "timed out", before QEMU started,
+    is no timeout of the guest: a later error of LAVA's own (a bug, the
+    kernel running, no exit status, no report) stays an error of the
+    runner, not the kernel's timeout.  One after the Boot command is."""
+    running = ["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"]
+    text = job_log(running, "fail", "'NoneType' object has no attribute 'sendline'",
+                   error_type="Bug")
+    lines = text.splitlines()
+    early = list(lines)
+    early.insert(1, rec("warning", "download of kernel timed out, retrying"))
+    records = lava.parse_records("\n".join(early))
+    assert not lava.timed_out(records)
+    with pytest.raises(RunnerError, match="on its own error"):
+        lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0)
+    late = list(lines)
+    late.insert(-3, rec("exception", "lava-test-monitor timed out after 60 seconds"))
+    records = lava.parse_records("\n".join(late))
+    assert lava.timed_out(records)
+    res = lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0)
+    assert res.error.startswith("guest timed out after 60s")
+
+
+def test_a_console_with_an_exit_status_or_a_report_is_judged(tmp_path):
+    """A console that shows the guest's exit status or a kernel report is
+    the kernel's to judge, even without a banner or a printk time stamp."""
+    for console in (["BUG: kernel NULL pointer dereference, address: 0"],
+                    ["FORK-EXIT-STATUS: 3"]):
+        records = lava.parse_records(job_log(console, "fail", "Connection closed",
+                                             error_type="Infrastructure"))
+        res = lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0)
+        assert not res.ok and (res.problems or res.rc == 3)
 
 
 def test_a_server_job_canceled_not_by_the_kit_is_an_error(tmp_path):

@@ -179,3 +179,55 @@ def test_committed_error_runs_judge_nothing(fake, capsys, monkeypatch, tmp_path)
         "pass (1 error of the runner left out)"
     assert [r.get("error", "")[:24] for _, r in cells[("9.9", c1, "base", "smoke")]["errors"]] \
         == ["LAVA did not start QEMU "]
+
+
+def test_a_flaky_note_calls_an_error_run_an_error():
+    """flaky_note() lists the runs that did not pass: an error of the
+    runner among them is named as such, with its reason, never "failed"."""
+    from forkkit.verify import check as vcheck
+    row = {"commit": "c" * 40, "cells": {c: "pass" for c in kernel.CELLS}}
+    fail = {"commit": "c" * 40, "passed": False, "cells": {}, "failure": "BUG: x"}
+    ok = {"commit": "c" * 40, "passed": True, "cells": {}}
+    err = {"commit": "c" * 40, "passed": False, "cells": {}, "error": "LAVA did not start QEMU"}
+    row["runs"] = [fail, ok, err]
+    kernel.judge_runs(row)
+    assert row["flaky"] == "flaky: 1 of 2 runs failed"
+    note = vcheck.flaky_note(row)
+    assert "run 1: BUG: x" in note
+    assert "run 3: error of the runner (no verdict): LAVA did not start QEMU" in note
+    assert "run 3: failed" not in note
+
+
+def test_an_error_run_keeps_the_console_the_runner_wrote(fake, capsys, monkeypatch):
+    """lava.boot_result() writes the console before it finds an error of
+    the runner: the run on record names it (the QEMU error is in it)."""
+    c1 = fake.commits[1]
+    lava_boots(fake, monkeypatch, {c1: NO_KERNEL})
+    rc, out = run(fake, capsys, "--runner", "lava")
+    assert rc == 1
+    rec = record(fake, c1)
+    console = rec["runs"][0]["console"]
+    assert console and console.endswith(".console"), rec["runs"][0]
+    with open(console if os.path.isabs(console) else os.path.join(str(fake.work), console)) \
+            as fh:
+        assert QEMU_FAILED in fh.read()
+    assert rec["details"]["console"] == console
+
+
+def test_a_carried_error_row_is_an_error_not_a_fail(fake, capsys, monkeypatch):
+    """check --carry of a table whose row is an error of the runner prints
+    it as "error" with its reason, not as FAIL."""
+    from test_kit_carry import reword
+    c1 = fake.commits[1]
+    lava_boots(fake, monkeypatch, {c1: DEPLOY_FAILED})
+    d = fake.repo / "records" / "checks" / "9.9" / fake.commits[-1][:12]
+    d.mkdir(parents=True)
+    run(fake, capsys, "--runner", "lava", "--json", str(d / "base-smoke.json"))
+    new = reword(fake)
+    rc, out = run(fake, capsys, "--carry", "records/checks/9.9/" + fake.commits[-1][:12])
+    assert rc == 1, out
+    line = next(l for l in out.splitlines() if l.startswith("  %s  " % new[1][:12]))
+    assert line.endswith("runs of %s: error" % c1[:12]), line
+    assert "%s boot: LAVA did not start QEMU (Job: sha256" % new[1][:12] in out
+    assert [l for l in out.splitlines() if l.startswith("  %s  " % new[2][:12])][0].endswith(
+        ": pass")

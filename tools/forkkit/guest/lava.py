@@ -36,8 +36,11 @@ What LAVA is given and what it is not:
 * A job in which LAVA failed rather than the kernel (runner_error(): QEMU
   never started, or the kernel printed nothing; or LAVA ended the job on
   an error of its own before the guest's exit status, with no kernel
-  report in the console) raises core.errors.RunnerError: no verdict, the
-  check records an error of the runner.  A console that shows the kernel
+  report in the console; or the kit stopped it at its deadline before the
+  guest had its timeout, by LAVA's time stamps from the "Boot command"
+  record on: guest_seconds()) raises core.errors.RunnerError: no
+  verdict, the check records an error of the runner.  A console that
+  shows the guest's exit status or a kernel report is the kit's to judge.  A console that shows the kernel
   running is judged by the kit as any boot's: a panic after which QEMU
   exits is the kernel's failure, whatever LAVA calls the closed
   connection ("Infrastructure").
@@ -46,6 +49,7 @@ Job definitions and devices are written as JSON, which is YAML's flow
 style: LAVA reads them as YAML, the kit reads them back with json.
 """
 
+import datetime
 import itertools
 import json
 import os
@@ -574,14 +578,49 @@ def deployed_sha256(records):
     return out
 
 
+def after_boot(records):
+    """The records from LAVA's "Boot command" record on (QEMU running), []
+    when QEMU never started."""
+    for i, r in enumerate(records):
+        msg = r.get("msg")
+        if r.get("lvl") == "info" and isinstance(msg, str) and msg.startswith("Boot command: "):
+            return records[i:]
+    return []
+
+
 def timed_out(records):
-    """Whether LAVA stopped the guest on a timeout of its own."""
-    for r in records:
+    """Whether LAVA stopped the guest on a timeout of its own: a "timed out"
+    record once QEMU ran (one before it, a download LAVA retried, is no
+    timeout of the guest's), or the job's result."""
+    running = after_boot(records)
+    if not running:
+        return False
+    for r in running:
         msg = r.get("msg")
         if r.get("lvl") in ("error", "exception", "warning") and isinstance(msg, str) \
                 and "timed out" in msg:
             return True
     return "timed out" in str(job_result(records).get("error_msg", ""))
+
+
+def _when(record):
+    try:
+        return datetime.datetime.fromisoformat(str(record.get("dt", "")))
+    except ValueError:
+        return None
+
+
+def guest_seconds(records):
+    """How long the guest had: from LAVA's "Boot command" record (QEMU
+    started) to the log's last record (the job's end, or the cancel that
+    ended it), by LAVA's own time stamps; None when QEMU never started or
+    the records carry no time."""
+    running = after_boot(records)
+    start = _when(running[0]) if running else None
+    times = [t for t in (_when(r) for r in running) if t is not None]
+    if start is None or not times:
+        return None
+    return (max(times) - start).total_seconds()
 
 
 def write_console(records, log, job_file):
@@ -614,9 +653,22 @@ def kernel_started(lines):
     return any(KERNEL_LINE.search(l) or START in l for l in lines)
 
 
-def runner_error(records, killed=False, canceled=False):
+def had_its_time(records, timeout):
+    """Whether the guest of a job had `timeout` seconds once QEMU started
+    (guest_seconds())."""
+    had = guest_seconds(records)
+    return had is not None and timeout is not None and had >= timeout
+
+
+def _seconds(had):
+    return "%.0f s" % had if had is not None else "an unknown part (no time stamps in the log)"
+
+
+def runner_error(records, killed=False, canceled=False, timeout=None):
     """Why a finished job says nothing of the kernel, in one line, or None
-    when the kit judges its console:
+    when the kit judges its console.  A console that shows the guest's exit
+    status or a kernel report is the kernel's to judge, whatever else went
+    wrong (but for one case below).  Errors of the runner:
 
     * LAVA did not start QEMU (a deploy, a download, a job or device LAVA
       refused, a dispatcher that failed: nothing booted);
@@ -624,25 +676,42 @@ def runner_error(records, killed=False, canceled=False):
       firmware that stopped: a kernel that dies before its console prints
       a line is not told apart from these, and stays without a verdict
       through LAVA; the kit's own runner judges it);
+    * the kit stopped the job (`killed`) before the guest had `timeout`
+      seconds of its own (guest_seconds(): from QEMU's start, by LAVA's
+      time stamps; a job that waited in a queue or a slow deploy ate the
+      kit's deadline) and the console shows no kernel report and no exit
+      status but 0: no hang is shown, and an exit status 0 without the
+      guest's reboot is no pass;
     * the kernel ran, but neither the guest's exit status nor a kernel
       report is in the console and LAVA ended the job on an error of its
       own (LAVA_OWN_ERRORS, or a server's job `canceled` by someone other
-      than the kit), not on a timeout (the kit's or LAVA's: a hang is the
-      kernel's, as with the kit's own runner) nor on a closed connection
-      (QEMU exits when the kernel panics or resets)."""
+      than the kit), not on a timeout (the kit's after the guest's time, or
+      LAVA's: a hang is the kernel's, as with the kit's own runner) nor on
+      a closed connection (QEMU exits when the kernel panics or resets)."""
     if boot_command(records) is None:
         return "LAVA did not start QEMU (%s)" % lava_says(records)
     lines = console_lines(records)
-    if not kernel_started(lines):
+    status = [int(m.group(1)) for m in (EXIT_RE.search(l) for l in lines) if m]
+    reported = any(PROBLEM_RE.search(l) for l in lines)
+    if not kernel_started(lines) and not status and not reported:
         last = next((l.strip() for l in reversed(lines) if l.strip()), None)
         return "QEMU started but the console shows no kernel (LAVA: %s%s)" % (
             lava_says(records), "; last console line: %s" % _one_line(last, 200) if last else "")
-    if killed or timed_out(records):
+    if timed_out(records):
+        return None
+    if killed:
+        if not had_its_time(records, timeout) and not reported and not any(status):
+            return "the kit stopped the job at its deadline after %s of the guest's time, " \
+                "less than the guest's timeout of %s: no hang is shown (no kernel report, " \
+                "%s in the console; LAVA: %s)" % (
+                    _seconds(guest_seconds(records)), "%d s" % timeout if timeout else "?",
+                    "exit status 0 but no reboot" if status else "no exit status",
+                    lava_says(records))
         return None
     own = job_result(records).get("error_type") in LAVA_OWN_ERRORS
     if not (own or canceled):
         return None
-    if any(EXIT_RE.search(l) or PROBLEM_RE.search(l) for l in lines):
+    if status or reported:
         return None
     return "LAVA ended the job before the guest's exit status, on %s (LAVA: %s), with no " \
         "kernel report in the console" % ("its own error" if own else "a cancel not the kit's",
@@ -656,18 +725,20 @@ def boot_result(records, log, job_file, timeout, seconds, killed=False, canceled
     A RunnerError where the job says nothing of the kernel (runner_error();
     `canceled`: a server's job canceled, not by the kit)."""
     write_console(records, log, job_file)
-    why = runner_error(records, killed, canceled)
+    why = runner_error(records, killed, canceled, timeout)
     if why:
         raise RunnerError("%s; see %s" % (why, job_file))
     rc, problems = scan(log)
     error = None
-    if rc is not None and (killed or timed_out(records)):
+    # stopped on a timeout: LAVA's own, or the kit's once the guest had its time
+    stopped = timed_out(records) or (killed and had_its_time(records, timeout))
+    if rc is not None and stopped:
         # an exit status, then no end (a hang on the way to reboot): a
         # timeout, as the kit's own QEMU runner counts it
         error = "guest timed out after %ds, after its exit status %d (console log: %s); " \
                 "last lines:\n%s" % (timeout, rc, log, tail(log, 8))
     elif rc is None:
-        if killed or timed_out(records):
+        if stopped:
             error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
                 timeout, log, tail(log, 8))
         else:

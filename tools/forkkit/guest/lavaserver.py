@@ -23,7 +23,12 @@ identity in its metadata, deployed the image's kernel and ran on a worker
 whose QEMU printed the version line the kit records for the cell
 (lava.check_identity()).  Where the server or LAVA fails rather than the
 kernel, the boot raises core.errors.RunnerError (an error of the runner,
-no verdict: lava.runner_error()).  The disks are paths on this machine: a worker
+no verdict: lava.runner_error()).  The job has QUEUE_SECONDS to leave the
+queue and then its own time from when it is seen Running (wait_job()), so
+a queue never eats the guest's time; a request that only reads is asked
+again when the server does not answer (api()), and the job's log is
+fetched once (collect()): a result read is never lost to a later request.
+The disks are paths on this machine: a worker
 elsewhere needs them at the same paths (tools/forkkit/README.md, "LAVA").
 """
 
@@ -52,6 +57,12 @@ PORT = 8000
 # how long a job may wait for a device before the kit gives up on it
 QUEUE_SECONDS = 1800
 POLL = 2.0
+# a request that only reads is asked this many times, RETRY_PAUSE * n
+# seconds after the n-th failure; the polls of a job go on while the
+# server does not answer for up to UNANSWERED_SECONDS
+TRIES = 3
+RETRY_PAUSE = 2.0
+UNANSWERED_SECONDS = 120
 
 
 def state_dir():
@@ -73,10 +84,15 @@ def read_config():
 
 # --- the REST API --------------------------------------------------------------
 
-def api(cfg, path, data=None, timeout=60):
-    """A call of the server's REST API (v0.2): the decoded JSON answer; a
-    RunnerError when the server does not answer or not as it should (the
-    check records it as an error of the runner, not of the kernel)."""
+class _NoAnswer(RunnerError):
+    """The server did not answer, or answered as it should not (a 5xx, no
+    JSON): worth asking again."""
+
+
+def _call(cfg, path, data=None, timeout=60):
+    """One request of the server's REST API: the decoded JSON answer (a
+    log's text); a RunnerError when it fails (_NoAnswer where asking again
+    may help)."""
     url = cfg["url"].rstrip("/") + "/api/v0.2/" + path.lstrip("/")
     headers = {"Authorization": "Token %s" % cfg["token"]}
     body = None
@@ -89,18 +105,36 @@ def api(cfg, path, data=None, timeout=60):
             text = resp.read().decode(errors="replace")
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")[:500]
-        raise RunnerError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason,
-                                                          " ".join(detail.split())))
+        raise (_NoAnswer if exc.code >= 500 else RunnerError)(
+            "LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason, " ".join(detail.split())))
     except (urllib.error.URLError, OSError) as exc:
-        raise RunnerError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
-                          "status`)?" % (url, getattr(exc, "reason", exc)))
+        raise _NoAnswer("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
+                        "status`)?" % (url, getattr(exc, "reason", exc)))
     if path.endswith("/logs/"):
         return text
     try:
         return json.loads(text)
     except ValueError:
-        raise RunnerError("LAVA server %s answered no JSON: %s" % (url, " ".join(
+        raise _NoAnswer("LAVA server %s answered no JSON: %s" % (url, " ".join(
             text[:200].split())))
+
+
+def api(cfg, path, data=None, timeout=60):
+    """A call of the server's REST API (v0.2): the decoded JSON answer; a
+    RunnerError when the server does not answer or not as it should (the
+    check records it as an error of the runner, not of the kernel).  A
+    request that only reads (no `data`) is asked up to TRIES times while
+    the server does not answer (a server busy or restarting: one lost
+    answer must not lose a job's result); a submission is asked once (a
+    second one could run the job twice)."""
+    tries = 1 if data is not None else TRIES
+    for n in range(1, tries + 1):
+        try:
+            return _call(cfg, path, data, timeout)
+        except _NoAnswer as exc:
+            if n == tries:
+                raise RunnerError(str(exc) + (" (asked %d times)" % tries if tries > 1 else ""))
+            time.sleep(RETRY_PAUSE * n)
 
 
 def submit(cfg, definition):
@@ -112,19 +146,37 @@ def submit(cfg, definition):
     return ids[0]
 
 
-def wait_job(cfg, job_id, deadline, prog=None):
-    """The job's detail once it is Finished (or Canceled); None when
-    `deadline` (time.monotonic()) passed first."""
-    started = False
-    while time.monotonic() < deadline:
-        job = api(cfg, "jobs/%s/" % job_id)
+def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
+    """The job's detail once it is Finished (or Canceled); None when its
+    deadline (time.monotonic()) passed first: `deadline`, or, given
+    `run_seconds`, `deadline` for the job to start (to leave the queue) and
+    then `run_seconds` from when it is first seen Running, so that the
+    time it waited for a device is never taken from the guest's.  A poll
+    the server does not answer is asked again (api()) and the polls go on
+    for up to UNANSWERED_SECONDS of no answer."""
+    started = None
+    unanswered = None
+    while True:
+        now = time.monotonic()
+        if now >= (started + run_seconds if started is not None and run_seconds is not None
+                   else deadline):
+            return None
+        try:
+            job = api(cfg, "jobs/%s/" % job_id)
+        except RunnerError:
+            unanswered = now if unanswered is None else unanswered
+            if now - unanswered >= UNANSWERED_SECONDS:
+                raise
+            time.sleep(POLL)
+            continue
+        unanswered = None
         if job.get("state") in ("Finished", "Canceled"):
             return job
-        if not started and job.get("state") == "Running" and prog:
-            prog.say("LAVA job %s started on %s" % (job_id, job.get("actual_device")))
-            started = True
+        if started is None and job.get("state") in ("Running", "Canceling"):
+            started = time.monotonic()
+            if prog:
+                prog.say("LAVA job %s started on %s" % (job_id, job.get("actual_device")))
         time.sleep(POLL)
-    return None
 
 
 def cancel(cfg, job_id):
@@ -134,13 +186,20 @@ def cancel(cfg, job_id):
         pass
 
 
-def collect(cfg, job_id, expected):
+def collect(cfg, job_id, expected, lava_log=None, job=None):
     """The records of a finished job's log, once the job is shown to be the
     cell asked for (lava.check_identity(): its metadata, and the kernel it
     deployed and the QEMU its worker booted it with); a ForkError refuses
-    it."""
-    job = api(cfg, "jobs/%s/" % job_id)
-    records = lava.parse_records(api(cfg, "jobs/%s/logs/" % job_id))
+    it.  The log is fetched once, and its text written to `lava_log` when
+    given; `job`: the job's detail, when the caller has it already.
+    Returns (detail, records)."""
+    if job is None:
+        job = api(cfg, "jobs/%s/" % job_id)
+    text = api(cfg, "jobs/%s/logs/" % job_id)
+    if lava_log:
+        with open(lava_log, "w") as fh:
+            fh.write(text)
+    records = lava.parse_records(text)
     lava.check_identity(job.get("original_definition") or job.get("definition") or "",
                         expected, records)
     return job, records
@@ -178,7 +237,9 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
             prog.say("booting %s as LAVA job %s on %s (timeout %ds, job: %s)"
                      % (os.path.basename(kernel), job_id, cfg["url"], timeout, job_file))
             try:
-                done = wait_job(cfg, job_id, t0 + timeout + lava.MARGIN + QUEUE_SECONDS, prog)
+                # QUEUE_SECONDS to start; then the job's own time, the guest's in it
+                done = wait_job(cfg, job_id, t0 + QUEUE_SECONDS, prog,
+                                run_seconds=timeout + lava.MARGIN)
             except BaseException:
                 cancel(cfg, job_id)
                 raise
@@ -192,14 +253,12 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
         except OSError:
             pass
     secs = time.monotonic() - t0
-    job, records = collect(cfg, job_id, expected)
-    with open(os.path.join(jobdir, "lava.log"), "w") as fh:
-        fh.write(api(cfg, "jobs/%s/logs/" % job_id))
+    job, records = collect(cfg, job_id, expected, os.path.join(jobdir, "lava.log"), done)
     if killed and lava.boot_command(records) is None:
-        raise RunnerError("LAVA job %s on %s did not boot within %d s (state %s, health %s): "
-                          "the kit canceled it; see %s" % (
-                              job_id, cfg["url"], timeout + lava.MARGIN + QUEUE_SECONDS,
-                              job.get("state", "?"), job.get("health", "?"), job_file))
+        raise RunnerError("LAVA job %s on %s did not boot in time (%d s to leave the queue, "
+                          "then %d s to run; state %s, health %s): the kit canceled it; see %s"
+                          % (job_id, cfg["url"], QUEUE_SECONDS, timeout + lava.MARGIN,
+                             job.get("state", "?"), job.get("health", "?"), job_file))
     res = lava.boot_result(records, log, job_file, timeout, secs, killed,
                            canceled=not killed and job.get("health") == "Canceled")
     res.lava_server_job = "%s %s" % (cfg["url"], job_id)

@@ -187,12 +187,21 @@ def carry(src, series, commits, refused=(), out=print):
             dest, len(rows), rel, ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
         for r in rows:
             out("  %s  %s  runs of %s: %s" % (
-                r["commit"][:12], r["subject"][:44], r["carried"]["commit"][:12],
-                "pass" if r["passed"] else r.get("flaky") or "FAIL"))
+                r["commit"][:12], r["subject"][:44], r["carried"]["commit"][:12], verdict(r)))
             for cell, detail in sorted(r.get("details", {}).items()):
-                if r["cells"].get(cell) == "FAIL":
+                if r["cells"].get(cell) in ("FAIL", kernel.ERROR):
                     out("%s %s: %s" % (r["commit"][:12], cell, str(detail).splitlines()[0]))
     return written
+
+
+def verdict(row):
+    """A carried row's verdict in a word: an error of the runner (its
+    boot cell "error": no verdict) is no FAIL."""
+    if row["passed"]:
+        return "pass"
+    if row.get("error"):
+        return "error" + (" (%s)" % row["flaky"] if row.get("flaky") else "")
+    return row.get("flaky") or "FAIL"
 
 
 def mark(row):

@@ -62,9 +62,11 @@ def table(rows):
 
 
 def flaky_note(r):
-    """One line on a flaky row: which runs failed on what, and whether the
-    row passes (only when the base shows every report that failed them)."""
-    failed = "; ".join("run %d: %s" % (n, run.get("failure") or "failed")
+    """One line on a flaky row: which runs failed on what (an error of the
+    runner, which judged nothing, called so), and whether the row passes
+    (only when the base shows every report that failed them)."""
+    failed = "; ".join("run %d: %s" % (n, "error of the runner (no verdict): " + run["error"]
+                                       if run.get("error") else run.get("failure") or "failed")
                        for n, run in enumerate(kernel.runs_of(r), 1) if not run["passed"])
     verdict = "each failed run failed on reports the base shows too (%s): it passes" \
         % r["flaky_excused"] if r.get("flaky_excused") else "it does not pass"

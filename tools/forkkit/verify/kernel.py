@@ -235,7 +235,8 @@ def run_entry(row, excuse=None):
         entry["runner"] = row["runner"]
     if row.get("error"):
         entry["error"] = row["error"]
-        entry["console"] = None
+        # the console the runner wrote before it failed (lava.boot_result()), or none
+        entry["console"] = row.get("details", {}).get("console")
     elif not entry["passed"]:
         entry["failure"] = failure_text(row)
         entry["excuse"] = excuse
@@ -379,7 +380,10 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         prog.say("%s: error of the runner %s, no verdict: %s" % (label, runner, exc))
         if os.path.exists(disk):
             os.unlink(disk)
-        return {"cells": dict(cells, boot=ERROR), "details": {"boot": str(exc)},
+        details = {"boot": str(exc)}
+        if os.path.exists(log + ".console"):
+            details["console"] = log + ".console"   # what the runner read of the guest's console
+        return {"cells": dict(cells, boot=ERROR), "details": details,
                 "results": [], "reports": [], "accel": guest_accel, "excuse": None,
                 "error": str(exc)}
     with open(boot.log, errors="replace") as fh:
