@@ -23,6 +23,8 @@ FLAVOURS = {
     "faults": ["base.config", "faults.config"],
     # the guest of `fstests` (Debian root on a virtio disk, loop, dm, quota)
     "fstests": ["base.config", "fstests.config"],
+    # cgroup v2 io.max (blk-throttle): the fixes series' dio-freed-indirect
+    "throttle": ["base.config", "throttle.config"],
 }
 # Flavours whose kernels report races, bad accesses or leaks outside
 # ext2 as well: reports there are judged by kernel.judge_reports().

@@ -167,6 +167,22 @@ TESTS = {
     # to a write-through disk) and skips generic_write_sync() (fixed by
     # the IOMAP_F_DIRTY patch of the fixes series).
     "dio-dsync-size": ("64M", 4096, "dio-dsync-size.sh", {"cache": "writethrough"}),
+    # A write of a freed indirect block that is already in flight must
+    # not land on the O_DIRECT data of the file that gets the block next.
+    # 40 times (dioreuse): a file's indirect block is written by a second
+    # process's fsync, which runs in a cgroup whose io.max lets 2 writes a
+    # second of the disk through, so that blk-throttle holds the write back
+    # for about 500 ms (each of the process's writes: an iteration takes
+    # about 1.5 s); the file is truncated meanwhile, and a new file
+    # written with O_DIRECT by the first process gets the freed block; read
+    # back, it must hold what was written.  Fails on stock 6.5 .. 7.3,
+    # where ext2_free_branches() frees the block without waiting for the
+    # write and iomap's direct I/O does not look at the block device's
+    # buffers (fixed by the freed-indirect patch of the fixes series), and
+    # whenever fewer than half of the iterations set the race up.  Needs
+    # blk-throttle (--config throttle); on a kernel without it the script
+    # fails in one line that names the flavour.
+    "dio-freed-indirect": ("64M", 4096, "dio-freed-indirect.sh"),
 }
 
 GuestTest = collections.namedtuple(
