@@ -31,6 +31,7 @@ import time
 import urllib.error
 import urllib.request
 
+from ..core import interrupt
 from ..core.errors import ForkError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
@@ -106,6 +107,7 @@ def wait_job(cfg, job_id, deadline, prog=None):
     `deadline` (time.monotonic()) passed first."""
     started = False
     while time.monotonic() < deadline:
+        interrupt.check()       # the process stops its guests: the caller cancels it
         job = api(cfg, "jobs/%s/" % job_id)
         if job.get("state") in ("Finished", "Canceled"):
             return job

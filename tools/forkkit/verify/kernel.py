@@ -341,9 +341,15 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     guest_accel = choose_accel(prog)
     boot_fn = run_guest if runner in (None, "qemu") else runners.boot_function(
         runner, lava.identity(test, guesttests.test_key(test), kit_key(), flavour), test)
-    boot = boot_fn(image, spec.script, [disk], timeout=timeout, prog=prog,
-                   log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
-                   cache=spec.cache, kvm=guest_accel == "kvm")
+    try:
+        boot = boot_fn(image, spec.script, [disk], timeout=timeout, prog=prog,
+                       log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
+                       cache=spec.cache, kvm=guest_accel == "kvm")
+    except BaseException:
+        # an interrupted or failed boot is no run: its disk is no evidence
+        with contextlib.suppress(OSError):
+            os.unlink(disk)
+        raise
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
