@@ -157,6 +157,15 @@ def cached(tree, flavour, test, guest_accel="tcg", runner="qemu"):
                        runner)
 
 
+def records_of(tree, flavour, test):
+    """[(accel, runner, row)]: the record of this cell (cached()) under each
+    accelerator and runner that has one (TCG, KVM; the kit's QEMU, lava,
+    lava-server), whose verdicts never answer for each other's requests:
+    what judges the tree on every run it had (export)."""
+    return [(a, r, row) for a in accel.ACCELS for r in runners.RUNNERS
+            for row in [cached(tree, flavour, test, a, r)] if row is not None]
+
+
 def row_accel(row):
     """The accelerator a row or run was produced under: a record that names
     none is TCG's (the kit's only one before)."""
