@@ -142,7 +142,7 @@ def checking(kit, tmp_path):
     def start(*args):
         out, err = tmp_path / "check.out", tmp_path / "check.err"
         with open(out, "w") as o, open(err, "w") as e:
-            # a session of its own, as a terminal's job is a process group
+            # a process group of its own, as a terminal gives each job
             proc = subprocess.Popen([PYTHON, str(fake / "driver.py"), "check"] + list(args),
                                     env=env, stdout=o, stderr=e, cwd=str(tmp_path),
                                     start_new_session=True)
