@@ -312,3 +312,19 @@ def test_pooled_runs_are_ordered_by_their_time(tmp_path):
     runs = checkrecords.gather(tmp_path)[("9.9", "ff", "kcsan", "stress")]
     assert [r["log"] for _, r, _ in runs] == ["/l/check-ff-20260101-000001.log",
                                               "/l/check-aa-20260102-000001.log"]
+
+
+def test_an_error_of_the_runner_is_no_failure_to_explain_and_leaves_a_failure_failed(tmp_path):
+    """A run whose runner failed (`error`) judges nothing: a failed run
+    before it keeps the cell FAIL, and an explanation cannot name it."""
+    err = row("c1", False, LOG % ("c1", 2), error="LAVA did not start QEMU (Job: x); see j")
+    err["cells"] = dict(err["cells"], boot="error", test="-", e2fsck="-", counts="-")
+    write(tmp_path, "a.json", [row("c1", False, LOG % ("c1", 1))])
+    write(tmp_path, "b.json", [err])
+    c = checkrecords.cells(tmp_path)[("9.9", "c1", "kcsan", "stress")]
+    assert c["verdict"] == "FAIL (1 error of the runner left out)"
+    assert len(c["runs"]) == 2 and [r["log"] for _, r in c["errors"]] == [LOG % ("c1", 2)]
+    explain(tmp_path, ([LOG % ("c1", 2)], WHY, "docs/why.md"))
+    with pytest.raises(ForkError, match="run %s is an error of the runner .* not a failure"
+                                        % LOG % ("c1", 2)):
+        checkrecords.cells(tmp_path)

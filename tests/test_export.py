@@ -816,3 +816,61 @@ def test_only_a_series_own_letter_may_leave_out_the_benchmarks(tmp_path, monkeyp
         cmd_export.render_template(str(tmpl), values)
     subject, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
     assert subject == "subject" and "SUMMARY" in body and "BENCH" not in body
+
+
+def each_record(kit, run, chain):
+    """A bench --each record at records/bench/<run>.json whose kernels K0..Kn
+    are the commits of `chain`, each a step against the one before."""
+    kernels = {"K%d" % i: {"commit": c, "rev": c, "subject": "s%d" % i}
+               for i, c in enumerate(chain)}
+    steps = [{"a": "K%d" % (i - 1), "b": "K%d" % i, "commit": chain[i], "subject": "s%d" % i,
+              "whole": False, "stats": [{"workload": "seed", "fs": "ext2", "params": {},
+                                         "ratio": 1.0, "ratio_lo": 0.99, "ratio_hi": 1.01}],
+              "locks": []} for i in range(1, len(chain))]
+    d = kit.repo / "records" / "bench"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / ("%s.json" % run)).write_text(json.dumps(
+        {"run": {"id": run}, "kernels": kernels, "steps": steps, "samples": []}))
+
+
+def test_a_letter_that_names_its_runs_renders_them_and_may_leave_out_bench(ek):
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    each_record(ek, "20260101-000000-each", [base] + ek.ids)
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("# a comment naming {bench}\nsubject\n\n{summary}\n{check_table}\n"
+                    "@@ bench-steps 20260101-000000-each\n{base}\n{changelog}\n"
+                    "{range_diff}\n")
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    assert not cmd_export.uses_bench(str(tmpl))
+    subject, body = cmd_export.render_template(str(tmpl), values)
+    assert "| `%s` s1 | 1 [0.99..1.01] | none |" % ek.ids[0][:12] in body
+    cmd_export.check_measured(str(tmpl), base, ek.ids)
+
+
+def test_a_letter_naming_a_run_of_other_changes_is_refused(ek):
+    """A step whose change is none of the series' (another version, another
+    series) is refused; the same change measured on another tree is not."""
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ bench-steps 20260102-000000-each\n")
+    # the same three changes, applied on a base with one more commit
+    scratch = ek.tmp / "scratch"
+    ek.git("checkout", "-q", "-b", "other", base, cwd=scratch)
+    (scratch / "EXTRA").write_text("x\n")
+    ek.git("add", "EXTRA", cwd=scratch)
+    ek.git("commit", "-q", "-m", "extra", cwd=scratch)
+    for c in ek.ids:
+        ek.git("fetch", "-q", str(ek.ktree), c, cwd=scratch)
+        ek.git("cherry-pick", c, cwd=scratch)
+    ek.git("push", "-q", "-f", str(ek.ktree), "other:refs/heads/other", cwd=scratch)
+    other = ek.git("rev-list", "--reverse", "other~%d..other" % (len(ek.ids) + 1),
+                   cwd=scratch).split()
+    each_record(ek, "20260102-000000-each", other)
+    cmd_export.check_measured(str(tmpl), base, ek.ids)
+    # a run whose first step is the unrelated commit
+    each_record(ek, "20260102-000000-each", [base] + other)
+    with pytest.raises(ForkError, match="not in the series being exported"):
+        cmd_export.check_measured(str(tmpl), base, ek.ids)

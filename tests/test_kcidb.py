@@ -290,3 +290,52 @@ def test_an_explained_failed_run_stays_fail(tmp_path, monkeypatch):
 def test_a_report_with_an_explained_run_validates(tmp_path, monkeypatch, io_dir):
     monkeypatch.setenv("FORK_REPO", str(tmp_path))
     assert kcidb.validate(explained_report(tmp_path), io_dir) == "5.3"
+
+
+def runner_error_report(root):
+    """The report of two cells with a LAVA run that booted no kernel (an
+    error of the runner): c1 has no other run, c2 passed in a later one."""
+    ok = {c: "pass" for c in ("checkpatch", "build", "boot", "test", "e2fsck", "counts")}
+    err = dict(ok, boot="error", test="-", e2fsck="-", counts="-")
+    why = "LAVA did not start QEMU (Job: sha256 for 'file:///w/k' does not match.); see j"
+
+    def row(commit, c, log):
+        r = {"commit": commit, "tree": "t" + commit, "subject": "ext2: " + commit,
+             "flavour": "base", "test": "smoke", "cells": c, "details": {}, "log": log,
+             "kit": "k", "image_sha256": "a" * 64, "runner": "lava", "passed": c is ok}
+        return dict(r, error=why) if c is err else r
+    top = root / "records" / "checks" / "9.9" / "h"
+    top.mkdir(parents=True)
+    (top / "base-smoke.json").write_text(json.dumps([
+        row("c1", err, "logs/check-c1-20260101-000001.log"),
+        row("c2", err, "logs/check-c2-20260101-000001.log")]))
+    (top / "base-smoke-20260101-000005.json").write_text(json.dumps([
+        row("c2", ok, "logs/check-c2-20260101-000005.log")]))
+    return kcidb.report(str(root), series_list=[]), why
+
+
+def test_an_error_of_the_runner_is_error_and_no_result(tmp_path, monkeypatch):
+    """A cell whose only run is an error of the runner is ERROR (boot; the
+    cells after it MISS), never PASS or FAIL; beside a completed run the
+    error gives no result (the completed run's status), and misc.errors
+    names it."""
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    rep, why = runner_error_report(tmp_path)
+    tests = {(t["misc"]["commit"], t["misc"]["cell"]): t for t in rep["tests"]}
+    assert [tests["c2", c]["status"] for c in ("boot", "test", "e2fsck", "counts")] == \
+        ["PASS"] * 4
+    assert tests["c1", "boot"]["status"] == "ERROR"
+    assert [tests["c1", c]["status"] for c in ("test", "e2fsck", "counts")] == ["MISS"] * 3
+    assert tests["c1", "checkpatch"]["status"] == "PASS"
+    assert tests["c1", "boot"]["misc"]["verdict"] == \
+        "error: its run ended in an error of the runner"
+    assert tests["c1", "boot"]["misc"]["errors"] == [
+        {"run": "logs/check-c1-20260101-000001.log", "error": why}]
+    assert "flaky" not in tests["c2", "boot"]["misc"]
+    assert tests["c2", "boot"]["misc"]["verdict"] == "pass (1 error of the runner left out)"
+    assert [r["value"] for r in tests["c2", "boot"]["misc"]["runs"]] == ["error", "pass"]
+
+
+def test_a_report_with_an_error_of_the_runner_validates(tmp_path, monkeypatch, io_dir):
+    monkeypatch.setenv("FORK_REPO", str(tmp_path))
+    assert kcidb.validate(runner_error_report(tmp_path)[0], io_dir) == "5.3"

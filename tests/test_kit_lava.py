@@ -8,12 +8,15 @@ their schemas judge the job and the device too."""
 import json
 import os
 import shlex
+import signal
+import subprocess
 import stat
+import time
 
 import pytest
 
 from forkkit import cli
-from forkkit.core.errors import ForkError
+from forkkit.core.errors import ForkError, RunnerError
 from forkkit.guest import initramfs, lava, lavaserver, qemu
 
 from test_kit_check import fake, rows_of, run  # noqa: F401 - the fixture
@@ -43,18 +46,34 @@ BOOT = rec("info", "Boot command: /usr/bin/qemu-system-x86_64 -cpu max -kernel "
            "/var/lib/lava/dispatcher/tmp/1/deployimages-x/ramdisk/initrd-7-1.cpio" % ("a" * 64))
 
 
-def job_log(console, job_result="pass", error=None, extra=(), kernel_sha="a" * 64):
+QEMU = "QEMU emulator version 7.2.15 (Debian 1:7.2+dfsg-7+deb12u13)"
+
+
+def qemu_said(line=QEMU):
+    """The records of the job's fork_qemu_version command on the worker, as
+    LAVA's run_cmd() logs them (the output through a pty: CR LF)."""
+    return [rec("info", "Running user command 'fork_qemu_version'"),
+            rec("debug", "Calling: 'nice' 'qemu-system-x86_64' '--version'"),
+            rec("debug", ">> %s\r" % line),
+            rec("debug", ">> Copyright (c) 2003-2022 Fabrice Bellard and the QEMU Project "
+                "developers\r"),
+            rec("debug", "Returned 0 in 0 seconds")]
+
+
+def job_log(console, job_result="pass", error=None, extra=(), kernel_sha="a" * 64, qemu=QEMU,
+            error_type="Test", boot=True):
     lines = [rec("info", "lava-dispatcher, installed at version: 2023.01"),
              rec("results", {"case": "file-download", "definition": "lava",
-                             "extra": {"label": "kernel", "sha256sum": kernel_sha}}),
-             BOOT]
+                             "extra": {"label": "kernel", "sha256sum": kernel_sha}})]
+    lines += qemu_said(qemu) if qemu else []
+    lines += [BOOT] if boot else []
     lines += [target(l, i) for i, l in enumerate(console)]
     lines += list(extra)
     lines.append(rec("input", "poweroff\n", "2026-01-01T00:00:09.000000"))
     lines.append(target("poweroff", 999999).replace("00:00:02.999999", "00:00:09.100000"))
     res = {"case": "job", "definition": "lava", "result": job_result}
     if error:
-        res.update(error_msg=error, error_type="Test")
+        res.update(error_msg=error, error_type=error_type)
     lines.append(rec("results", res))
     return "\n".join(lines) + "\n"
 
@@ -136,9 +155,81 @@ def test_panic_and_timeout_and_no_exit_status(tmp_path):
 def test_no_qemu_started_is_an_error_not_a_verdict(tmp_path):
     text = rec("results", {"case": "job", "definition": "lava", "result": "fail",
                            "error_type": "Infrastructure", "error_msg": "Unable to download"})
-    with pytest.raises(ForkError, match="LAVA did not start QEMU .Infrastructure: Unable to "
-                                        "download"):
+    with pytest.raises(RunnerError, match="LAVA did not start QEMU .Infrastructure: Unable to "
+                                          "download"):
         lava.boot_result(lava.parse_records(text), str(tmp_path / "c.log"), "j", 60, 1.0)
+    # a deploy that failed (lava-run 2023.01's records of a wrong sha256)
+    text = job_log([], "fail", "sha256 for 'file:///w/k.bzImage' does not match.", qemu=None,
+                   error_type="Job", boot=False)
+    with pytest.raises(RunnerError, match=r"^LAVA did not start QEMU \(Job: sha256 for "
+                                          r"'file:///w/k.bzImage' does not match.\); see j$"):
+        lava.boot_result(lava.parse_records(text), str(tmp_path / "c.log"), "j", 60, 1.0)
+
+
+QEMU_FAILED = "qemu-system-x86_64: -drive file=/w/images/d.img,format=raw,if=virtio: Could " \
+    "not open '/w/images/d.img': No such file or directory"
+
+
+@pytest.mark.parametrize("console, error_type, error, killed, says", [
+    # QEMU started and stopped at once: no kernel ran
+    ([QEMU_FAILED], "Infrastructure", "Connection closed", False,
+     r"QEMU started but the console shows no kernel \(LAVA: Infrastructure: Connection "
+     r"closed; last console line: qemu-system-x86_64: -drive"),
+    # nothing at all in the console, LAVA stopped the job on its boot timeout
+    ([], "LAVATimeout", "auto-login-action timed out after 120 seconds", True,
+     r"QEMU started but the console shows no kernel \(LAVA: LAVATimeout: "),
+    # the kernel ran, then LAVA failed on its own (a bug of the dispatcher, a
+    # job canceled by someone): no exit status, no kernel report
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"], "Bug",
+     "'NoneType' object has no attribute 'sendline'", False,
+     r"LAVA ended the job before the guest's exit status, on its own error \(LAVA: Bug: "),
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2"], "Canceled",
+     "Canceled", False, r"on its own error \(LAVA: Canceled: Canceled\), with no kernel "
+     r"report in the console"),
+])
+def test_lava_failing_is_an_error_of_the_runner(tmp_path, console, error_type, error, killed,
+                                                 says):
+    """A job in which LAVA failed, not the kernel, gives no verdict: a
+    RunnerError (check records it as an error of the runner)."""
+    records = lava.parse_records(job_log(console, "fail", error, error_type=error_type))
+    with pytest.raises(RunnerError, match=says):
+        lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0, killed=killed)
+
+
+@pytest.mark.parametrize("console, error_type, killed, canceled", [
+    # QEMU exits when the kernel panics (panic=-1, -no-reboot): LAVA calls
+    # the closed connection an infrastructure error; the panic is the kernel's
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2",
+      "[    2.000000] Kernel panic - not syncing: Fatal exception"], "Infrastructure", False,
+     False),
+    # a silent reset (triple fault): QEMU exits, no report, LAVA: Infrastructure
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"],
+     "Infrastructure", False, False),
+    # a hang the kit's timeout ended, which the kit's own runner fails as well
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"],
+     "Canceled", True, False),
+    # an exit status 3, then a job canceled on the server: the guest's verdict stands
+    (["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "FORK-EXIT-STATUS: 3"],
+     "Canceled", False, True),
+    # a report, then a bug of LAVA's: the report fails the boot
+    (["[    0.000000] Linux version 9.9", "[    1.0] BUG: unable to handle page fault"],
+     "Bug", False, True),
+])
+def test_a_kernel_that_ran_and_failed_is_judged_whatever_lava_says(tmp_path, console,
+                                                                  error_type, killed, canceled):
+    records = lava.parse_records(job_log(console, "fail", "Connection closed",
+                                         error_type=error_type))
+    res = lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0, killed=killed,
+                           canceled=canceled)
+    assert not res.ok
+
+
+def test_a_server_job_canceled_not_by_the_kit_is_an_error(tmp_path):
+    console = ["[    0.000000] Linux version 9.9", "FORK-GUEST-START 9.9 cpus=2", "working"]
+    records = lava.parse_records(job_log(console, "fail", "Connection closed",
+                                         error_type="Infrastructure"))
+    with pytest.raises(RunnerError, match="on a cancel not the kit's"):
+        lava.boot_result(records, str(tmp_path / "c.log"), "j", 60, 1.0, canceled=True)
 
 
 def cell(tmp_path, disks=("d.img",), append="kasan_multi_shot acpi=noirq", kvm=False):
@@ -151,7 +242,8 @@ def cell(tmp_path, disks=("d.img",), append="kasan_multi_shot acpi=noirq", kvm=F
         (tmp_path / d).write_bytes(b"\0" * 1024)
         paths.append(str(tmp_path / d))
     ctx = lava.context(paths, 2, "2048", kvm, append, "writethrough")
-    meta = lava.identity("smoke", "k" * 16, "kit123", "kasan", image_sha256="b" * 64)
+    meta = lava.identity("smoke", "k" * 16, "kit123", "kasan", image_sha256="b" * 64,
+                         qemu=QEMU)
     return lava.job_definition("fork check x", str(kernel), str(initrd), ctx, 900, meta,
                                "smoke"), ctx, str(kernel), str(initrd), paths
 
@@ -161,7 +253,7 @@ def test_job_names_the_cell_and_its_artifacts(tmp_path):
     job, ctx, kernel, initrd, disks = cell(tmp_path, ("root.qcow2", "test.img"))
     assert job["metadata"] == {"fork.image_sha256": "b" * 64, "fork.test": "smoke",
                                "fork.test_key": "k" * 16, "fork.kit": "kit123",
-                               "fork.flavour": "kasan"}
+                               "fork.flavour": "kasan", "fork.qemu": QEMU}
     images = job["actions"][0]["deploy"]["images"]
     assert images["kernel"]["url"] == "file://" + kernel
     assert images["kernel"]["sha256sum"] == hashlib.sha256(b"kernel").hexdigest()
@@ -173,7 +265,15 @@ def test_job_names_the_cell_and_its_artifacts(tmp_path):
     assert "-drive file=%s,format=raw,if=virtio,cache=writethrough" % disks[1] \
         in ctx["extra_options"]
     assert job["timeouts"]["action"] == {"seconds": 900}
-    mon = job["actions"][2]["test"]["monitors"][0]
+    # the worker's QEMU says its version in the log, just before the boot,
+    # through the device's user command
+    assert [list(a)[0] for a in job["actions"]] == ["deploy", "command", "boot", "test"]
+    assert job["actions"][1]["command"]["name"] == "fork_qemu_version"
+    assert lava.device_dict(ctx)["commands"] == {
+        "users": {"fork_qemu_version": {"do": "qemu-system-x86_64 --version"}}}
+    assert lava.device_dict(ctx)["actions"]["boot"]["methods"]["qemu"]["parameters"][
+        "command"] == "qemu-system-x86_64"
+    mon = job["actions"][3]["test"]["monitors"][0]
     assert (mon["start"], mon["end"]) == ("FORK-GUEST-START", "reboot: Restarting system")
     import re
     for status, verdict in (("0", "pass"), ("1", "fail"), ("255", "fail"), ("12", "fail")):
@@ -313,16 +413,16 @@ def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, m
     prog = tmp_path / "lava-run"
     prog.write_text(FAKE_LAVA_RUN)
     prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
     log = tmp_path / "canned.log"
     log.write_text(job_log(["FORK-GUEST-START 9.9", "RESULT prog=x a=1", "FORK-EXIT-STATUS: 0",
-                            "reboot: Restarting system"]))
+                            "reboot: Restarting system"], kernel_sha=lava.sha256_file(kernel)))
     monkeypatch.setenv("LOG", str(log))
     monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
     monkeypatch.setenv("SLOT", str(kit.work / "locks" / "guest.lock"))
     monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
     small_base(tmp_path, monkeypatch)
-    kernel = tmp_path / "k.bzImage"
-    kernel.write_bytes(b"k")
     disk = tmp_path / "d.img"
     disk.write_bytes(b"\0" * 512)
     res = lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
@@ -358,7 +458,8 @@ def test_check_runner_lava_gives_the_kits_verdict_and_names_the_runner(fake, cap
     from forkkit.guest import guesttests
     assert test == "smoke"
     assert meta == {"fork.test": "smoke", "fork.test_key": guesttests.test_key("smoke"),
-                    "fork.kit": kernel.kit_key(), "fork.flavour": "base"}
+                    "fork.kit": kernel.kit_key(), "fork.flavour": "base",
+                    "fork.qemu": kernel.tool_versions()["qemu"]}
     tree = fake.rev(fake.commits[2] + "^{tree}")
     row = kernel.cached(tree, "base", "smoke", runner="lava")
     assert row["runner"] == "lava" and row["runs"][-1]["runner"] == "lava"
@@ -407,6 +508,100 @@ def test_server_runner_refuses_a_job_of_another_cell(tmp_path, monkeypatch, kit)
                                       log=str(tmp_path / "c2.log"),
                                       meta={"fork.test_key": "k1"}, test="smoke")
     assert res.rc == 0 and res.error is None and res.lava_server_job.endswith(" 7")
+
+
+def server(tmp_path, monkeypatch, url="http://127.0.0.1:1/"):
+    """work/lava/server.json of a server at `url`, a base initramfs of one
+    file and a kernel: what run_guest_server() needs besides the server."""
+    small_base(tmp_path, monkeypatch)
+    os.makedirs(os.path.dirname(lavaserver.config_path()), exist_ok=True)
+    with open(lavaserver.config_path(), "w") as fh:
+        json.dump({"url": url, "token": "t"}, fh)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
+    return str(kernel)
+
+
+def fake_api(monkeypatch, log, detail=None, meta_edit=None):
+    """The server's REST API: it takes the job (id 7), shows it Finished
+    with `detail` and serves `log` as its log."""
+    served = {}
+
+    def api(cfg_, path, data=None, timeout=60):
+        if path == "jobs/":
+            served["definition"] = data["definition"]
+            return {"job_ids": [7]}
+        if path == "jobs/7/logs/":
+            return log
+        job = dict({"state": "Finished", "health": "Complete",
+                    "original_definition": served["definition"]}, **(detail or {}))
+        return job
+
+    monkeypatch.setattr(lavaserver, "api", api)
+    return served
+
+
+def test_a_server_that_does_not_answer_is_an_error_of_the_runner(tmp_path, monkeypatch, kit):
+    """Port 1 of the loopback: nothing listens.  Not a verdict, not a
+    refusal: a RunnerError (the check records an error of the runner)."""
+    kernel = server(tmp_path, monkeypatch)
+    with pytest.raises(RunnerError, match=r"LAVA server http://127.0.0.1:1/api/v0.2/jobs/ "
+                                          r"does not answer"):
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30, log=str(tmp_path / "c.log"),
+                                    meta={"fork.test_key": "k1"}, test="smoke")
+
+
+def test_an_incomplete_server_job_that_booted_nothing_is_an_error(tmp_path, monkeypatch, kit):
+    """A job the server ends Incomplete on its deploy: its metadata is the
+    cell's, it deployed no kernel and started no QEMU.  An error of the
+    runner, not a refusal ("deployed kernel (none)") nor a verdict."""
+    kernel = server(tmp_path, monkeypatch, "http://127.0.0.1:8000/")
+    fake_api(monkeypatch, job_log([], "fail", "Unable to download: connection refused",
+                                  qemu=None, error_type="Infrastructure", boot=False),
+             {"health": "Incomplete"})
+    with pytest.raises(RunnerError, match=r"LAVA did not start QEMU \(Infrastructure: Unable "
+                                          r"to download"):
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30, log=str(tmp_path / "c.log"),
+                                    meta={"fork.test_key": "k1"}, test="smoke")
+    # a job canceled on the server, not by the kit, while the guest ran
+    fake_api(monkeypatch, job_log(["[    0.000000] Linux version 9.9", "FORK-GUEST-START"],
+                                  "fail", "Connection closed", error_type="Infrastructure",
+                                  kernel_sha=lava.sha256_file(kernel)),
+             {"health": "Canceled"})
+    with pytest.raises(RunnerError, match="on a cancel not the kit's"):
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30, log=str(tmp_path / "c.log"),
+                                    meta={"fork.test_key": "k1"}, test="smoke")
+
+
+def test_a_result_from_a_worker_with_another_qemu_is_refused(tmp_path, monkeypatch, kit):
+    """The worker's QEMU, as the job's fork_qemu_version command printed it
+    there, must be the QEMU the kit's record names for the cell (the job's
+    "fork.qemu"); any other, or none from a job that booted, is refused in
+    one line, and nothing is returned to record."""
+    kernel = server(tmp_path, monkeypatch, "http://127.0.0.1:8000/")
+    ksha = lava.sha256_file(kernel)
+    ran = ["[    0.000000] Linux version 9.9", "FORK-GUEST-START", "FORK-EXIT-STATUS: 0"]
+    meta = {"fork.test_key": "k1", "fork.qemu": QEMU}
+    other = "QEMU emulator version 8.2.1 (Debian 1:8.2.1+ds-1)"
+    fake_api(monkeypatch, job_log(ran, kernel_sha=ksha, qemu=other))
+    with pytest.raises(ForkError, match=r"^the LAVA worker booted the cell with 'QEMU emulator "
+                                        r"version 8.2.1 \(Debian 1:8.2.1\+ds-1\)', not with "
+                                        r"'QEMU emulator version 7.2.15 .*', which the kit's "
+                                        r"record names: its result is refused \(install "
+                                        r"the same qemu-system-x86"):
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30, log=str(tmp_path / "c.log"),
+                                    meta=meta, test="smoke")
+    fake_api(monkeypatch, job_log(ran, kernel_sha=ksha, qemu=None))
+    with pytest.raises(ForkError, match="a QEMU that did not say its version .a device without "
+                                        "the kit's fork_qemu_version command"):
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30, log=str(tmp_path / "c.log"),
+                                    meta=meta, test="smoke")
+    # the same QEMU: the result is the guest's
+    fake_api(monkeypatch, job_log(ran, kernel_sha=ksha))
+    res = lavaserver.run_guest_server(kernel, "true", [], timeout=30,
+                                      log=str(tmp_path / "c.log"), meta=meta, test="smoke")
+    assert res.rc == 0 and res.error is None
+    assert json.load(open(res.lava_job))["metadata"]["fork.qemu"] == QEMU
 
 
 def test_a_lava_verdict_and_a_qemu_verdict_never_answer_each_other(tmp_path, monkeypatch):
@@ -460,3 +655,87 @@ def test_a_lava_cell_keeps_every_run_on_record(tmp_path, monkeypatch):
     rec = kernel.read_record(path, "T", runner="lava")
     assert [r["passed"] for r in rec["runs"]] == [False, True]
     assert not rec["passed"]
+
+
+# --- the processes `lava up` starts, known by more than their pid -----------
+
+def sleeper():
+    """A process of this test's own; returned once it runs `sleep` (its
+    command line is what the kit's messages show)."""
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    while lavaserver._cmdline(proc.pid) != "sleep 300":
+        assert proc.poll() is None
+        time.sleep(0.01)
+    return proc
+
+
+def end(*pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def write_pids(pids):
+    os.makedirs(os.path.dirname(lavaserver.config_path()), exist_ok=True)
+    with open(lavaserver.config_path(), "w") as fh:
+        json.dump({"url": "http://127.0.0.1:1/", "token": "t", "pids": pids}, fh)
+
+
+def test_down_ends_only_the_processes_up_started(kit, capsys):
+    """A pid in work/lava/server.json that names another process now (another
+    start time: the pid was reused) or that an older kit recorded bare is
+    left alone by `down` and shown as such by `status`; the process `up`
+    started (same pid, same start time, same boot) is ended."""
+    ours, reused, bare = sleeper(), sleeper(), sleeper()
+    try:
+        mine = lavaserver.identify(ours.pid)
+        assert mine["cmdline"] == "sleep 300" and mine["boot_id"]
+        stale = dict(lavaserver.identify(reused.pid), cmdline="lava-worker --level INFO")
+        stale["start"] -= 1                # what `up` recorded: the pid's earlier process
+        write_pids({"worker": mine, "scheduler": stale, "gunicorn": bare.pid})
+        status = "\n".join(lavaserver.status())
+        assert "worker (pid %d): running" % ours.pid in status
+        assert "scheduler: not shown to run (scheduler: pid %d is now another process " \
+            "(sleep 300)" % reused.pid in status
+        assert "gunicorn: pid %d was recorded without what identifies" % bare.pid in status
+        lavaserver.down()
+        err = capsys.readouterr().err
+        assert "worker (pid %d) ended" % ours.pid in err
+        assert ours.poll() is not None
+        assert reused.poll() is None and bare.poll() is None      # left alone
+        assert "scheduler: pid %d is now another process (sleep 300), not the one `up` " \
+            "started: left alone" % reused.pid in err
+        assert "gunicorn: pid %d was recorded without what identifies its process" % bare.pid \
+            in err
+        assert json.load(open(lavaserver.config_path()))["pids"] == {}
+    finally:
+        end(ours.pid, reused.pid, bare.pid)
+
+
+def test_up_starts_a_process_anew_when_its_pid_is_anothers(kit, capsys):
+    """_start() (`up`): a recorded process that still runs is not started
+    twice; a recorded pid that another process holds now does not count as
+    running (a new one starts, the other is left alone); a bare pid of a
+    running process is refused in one line."""
+    other = sleeper()
+    started = []
+    try:
+        stale = lavaserver.identify(other.pid)
+        stale["start"] += 1
+        pids = {"worker": stale}
+        pid = lavaserver._start("worker", ["sleep", "300"], pids, lavaserver.Progress("lava"))
+        started.append(pid)
+        assert pid != other.pid and pids["worker"]["pid"] == pid
+        assert lavaserver.process_state(pids["worker"]) == "running"
+        assert other.poll() is None
+        assert "worker: pid %d is now another process (sleep 300)" % other.pid \
+            in capsys.readouterr().err
+        assert lavaserver._start("worker", ["false"], pids) == pid        # the same, running
+        with pytest.raises(ForkError, match="worker: pid %d was recorded without what "
+                                            "identifies its process" % other.pid):
+            lavaserver._start("worker", ["false"], {"worker": other.pid})
+    finally:
+        end(other.pid, *started)

@@ -25,9 +25,22 @@ What LAVA is given and what it is not:
   failed): the console, taken from the log's "target" records, goes
   through the kit's console scan like any boot's.
 * The job's metadata names the cell (identity()): the image's sha256, the
-  guest test and its inputs' key, the kit's code key, the flavour.  A
-  result whose job does not carry the identity asked for, or whose log
-  shows another kernel deployed, is refused (check_identity()).
+  guest test and its inputs' key, the kit's code key, the flavour and the
+  QEMU the kit's record names (`qemu-system-x86_64 --version`).  Just
+  before the boot the job runs the device's user command
+  fork_qemu_version on the worker (`qemu-system-x86_64 --version`, the
+  QEMU the boot runs, found on the same PATH), whose output is in the
+  log.  A result whose job does not carry the identity asked for, or whose
+  log shows another kernel deployed or another QEMU, is refused
+  (check_identity()).
+* A job in which LAVA failed rather than the kernel (runner_error(): QEMU
+  never started, or the kernel printed nothing; or LAVA ended the job on
+  an error of its own before the guest's exit status, with no kernel
+  report in the console) raises core.errors.RunnerError: no verdict, the
+  check records an error of the runner.  A console that shows the kernel
+  running is judged by the kit as any boot's: a panic after which QEMU
+  exits is the kernel's failure, whatever LAVA calls the closed
+  connection ("Infrastructure").
 
 Job definitions and devices are written as JSON, which is YAML's flow
 style: LAVA reads them as YAML, the kit reads them back with json.
@@ -45,13 +58,13 @@ import time
 import uuid
 
 from ..core import interrupt
-from ..core.errors import ForkError
+from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
 from ..core.proc import sha256_file, tail
 from . import initramfs
-from .qemu import BootResult, disk_format, guest_output, scan
+from .qemu import EXIT_RE, PROBLEM_RE, BootResult, disk_format, guest_output, scan
 
 DEVICE_TYPE = "fork-qemu"
 START = "FORK-GUEST-START"
@@ -63,22 +76,38 @@ BASE_APPEND = "console=ttyS0 panic=-1 rdinit=/init printk.devkmsg=on"
 # what LAVA needs besides the guest's own time: copying the kernel and
 # initramfs, starting QEMU, ending the job
 DEPLOY_SECONDS = 300
+COMMAND_SECONDS = 60        # the worker's `qemu-system-x86_64 --version` (QEMU_COMMAND)
 BOOT_SECONDS = 120
-MARGIN = DEPLOY_SECONDS + BOOT_SECONDS + 120
+MARGIN = DEPLOY_SECONDS + COMMAND_SECONDS + BOOT_SECONDS + 120
 INSTALL = "apt-get install --no-install-recommends lava-dispatcher"
+# the device's user command that shows, in the job's log, the QEMU the
+# worker boots with (the program the device's boot command names)
+QEMU_COMMAND = "fork_qemu_version"
+QEMU_VERSION = "qemu-system-x86_64 --version"
+# what LAVA's run_cmd() logs before the command's output lines (">> ")
+QEMU_CALLING = "Calling: 'nice' '%s'" % "' '".join(QEMU_VERSION.split())
+# lava_common.exceptions' error types of LAVA's own failures (a LAVA bug,
+# a job canceled, a bad device or job), which are not the kernel's
+LAVA_OWN_ERRORS = ("Bug", "Canceled", "Configuration", "Job")
+# a console line that only a running kernel (or the kit's guest init)
+# prints: the kernel's banner, a printk time stamp
+KERNEL_LINE = re.compile(r"Linux version \d|^\[\s*\d+\.\d+\]")
 
 _jobs = itertools.count(1)
 
 
 # --- the cell's identity ---------------------------------------------------
 
-def identity(test, test_key, kit, flavour, image_sha256=None):
+def identity(test, test_key, kit, flavour, image_sha256=None, qemu=None):
     """The metadata that names a check cell in its LAVA job: the guest test
     and its inputs' key (guesttests.test_key()), the kit's code key, the
-    flavour and the image's sha256 (the runner adds it from the kernel it
-    deploys)."""
+    flavour, the QEMU version line the kit records for the cell
+    (kernel.tool_versions()) and the image's sha256 (the runner adds it
+    from the kernel it deploys)."""
     meta = {"fork.test": test, "fork.test_key": test_key, "fork.kit": kit,
             "fork.flavour": flavour}
+    if qemu:
+        meta["fork.qemu"] = qemu
     if image_sha256:
         meta["fork.image_sha256"] = image_sha256
     return meta
@@ -87,8 +116,11 @@ def identity(test, test_key, kit, flavour, image_sha256=None):
 def check_identity(definition, expected, records=None):
     """Refuse a LAVA job's result unless the job is the cell asked for:
     its definition (the text the server holds) carries `expected` as its
-    metadata and, given the job's log `records`, the kernel LAVA deployed
-    has the image's sha256.  Returns the parsed definition."""
+    metadata and, given the job's log `records` of a job that started
+    QEMU, the kernel LAVA deployed has the image's sha256 and the worker's
+    QEMU printed the version line `expected` names ("fork.qemu").  (A job
+    that never started QEMU booted nothing: boot_result() makes it an error
+    of the runner.)  Returns the parsed definition."""
     try:
         job = json.loads(definition)
     except ValueError:
@@ -101,12 +133,22 @@ def check_identity(definition, expected, records=None):
     if wrong:
         raise ForkError("the LAVA job is not this cell: its metadata says %s; its result is "
                         "refused (submit the cell again)" % ", ".join(wrong))
-    if records is not None:
+    if records is not None and boot_command(records) is not None:
         want = expected.get("fork.image_sha256")
         got = deployed_sha256(records).get("kernel")
         if want and got != want:
             raise ForkError("the LAVA job deployed kernel %s, not the image %s: its result is "
                             "refused (submit the cell again)" % (got or "(none)", want))
+        want = expected.get("fork.qemu")
+        got = worker_qemu(records)
+        if want and got != want:
+            raise ForkError(
+                "the LAVA worker booted the cell with %s, not with %s, which the kit's record "
+                "names: its result is refused (install the same qemu-system-x86 on every "
+                "worker as here: tools/forkkit/README.md, \"LAVA\")"
+                % ("'%s'" % got if got else "a QEMU that did not say its version (a device "
+                   "without the kit's %s command: run `tools/fork lava up` again, or give "
+                   "the worker's devices the kit's device type)" % QEMU_COMMAND, "'%s'" % want))
     return job
 
 
@@ -156,7 +198,7 @@ def _device(memory, cpu, append, extra_options):
             "failure_retry": 1,
             "boot_retry": 1,
         },
-        "commands": {},
+        "commands": {"users": {QEMU_COMMAND: {"do": QEMU_VERSION}}},
         "parameters": {},
         "actions": {
             "deploy": {"connections": {"serial": None},
@@ -237,6 +279,8 @@ def job_definition(name, kernel, initrd, ctx, timeout, meta, test):
         "actions": [
             {"deploy": {"to": "tmpfs", "timeout": {"seconds": DEPLOY_SECONDS},
                         "images": images}},
+            # the worker's QEMU, in the log (check_identity())
+            {"command": {"name": QEMU_COMMAND, "timeout": {"seconds": COMMAND_SECONDS}}},
             {"boot": {"method": "qemu", "media": "tmpfs",
                       "timeout": {"seconds": BOOT_SECONDS}}},
             {"test": {"timeout": {"seconds": int(timeout)},
@@ -504,6 +548,23 @@ def job_result(records):
     return {"result": "unknown", "error_msg": "the log has no job result"}
 
 
+def worker_qemu(records):
+    """The first line the job's QEMU_COMMAND printed on the worker (its
+    `qemu-system-x86_64 --version`), or None when it did not run."""
+    calling = False
+    for r in records:
+        msg = r.get("msg")
+        if r.get("lvl") != "debug" or not isinstance(msg, str):
+            continue
+        if msg == QEMU_CALLING:
+            calling = True
+        elif calling and msg.startswith(">> ") and msg[3:].strip():
+            return msg[3:].strip()
+        elif calling and msg.startswith("Returned "):
+            return None
+    return None
+
+
 def deployed_sha256(records):
     """{label: sha256} of the files LAVA deployed, from its download results."""
     out = {}
@@ -536,15 +597,69 @@ def write_console(records, log, job_file):
     return cmd
 
 
-def boot_result(records, log, job_file, timeout, seconds, killed=False):
+def _one_line(text, limit=300):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def lava_says(records):
+    """LAVA's job result in one line: "<error type>: <message>"."""
+    res = job_result(records)
+    return "%s: %s" % (res.get("error_type") or res.get("result") or "?",
+                       _one_line(res.get("error_msg") or "no error message", 240))
+
+
+def kernel_started(lines):
+    """Whether console `lines` show a kernel that ran (its banner, a printk
+    line, the kit's guest init)."""
+    return any(KERNEL_LINE.search(l) or START in l for l in lines)
+
+
+def runner_error(records, killed=False, canceled=False):
+    """Why a finished job says nothing of the kernel, in one line, or None
+    when the kit judges its console:
+
+    * LAVA did not start QEMU (a deploy, a download, a job or device LAVA
+      refused, a dispatcher that failed: nothing booted);
+    * QEMU started but the console shows no kernel (QEMU's own error, a
+      firmware that stopped: a kernel that dies before its console prints
+      a line is not told apart from these, and stays without a verdict
+      through LAVA; the kit's own runner judges it);
+    * the kernel ran, but neither the guest's exit status nor a kernel
+      report is in the console and LAVA ended the job on an error of its
+      own (LAVA_OWN_ERRORS, or a server's job `canceled` by someone other
+      than the kit), not on a timeout (the kit's or LAVA's: a hang is the
+      kernel's, as with the kit's own runner) nor on a closed connection
+      (QEMU exits when the kernel panics or resets)."""
+    if boot_command(records) is None:
+        return "LAVA did not start QEMU (%s)" % lava_says(records)
+    lines = console_lines(records)
+    if not kernel_started(lines):
+        last = next((l.strip() for l in reversed(lines) if l.strip()), None)
+        return "QEMU started but the console shows no kernel (LAVA: %s%s)" % (
+            lava_says(records), "; last console line: %s" % _one_line(last, 200) if last else "")
+    if killed or timed_out(records):
+        return None
+    own = job_result(records).get("error_type") in LAVA_OWN_ERRORS
+    if not (own or canceled):
+        return None
+    if any(EXIT_RE.search(l) or PROBLEM_RE.search(l) for l in lines):
+        return None
+    return "LAVA ended the job before the guest's exit status, on %s (LAVA: %s), with no " \
+        "kernel report in the console" % ("its own error" if own else "a cancel not the kit's",
+                                          lava_says(records))
+
+
+def boot_result(records, log, job_file, timeout, seconds, killed=False, canceled=False):
     """What qemu.run_guest() returns, from a finished job's `records`: the
     console (written to `log`) scanned as any boot's, the guest's exit
-    status, and a timeout where LAVA (or the kit, `killed`) stopped it."""
-    cmd = write_console(records, log, job_file)
-    if cmd is None:
-        res = job_result(records)
-        raise ForkError("LAVA did not start QEMU (%s: %s); see %s" % (
-            res.get("error_type", "?"), res.get("error_msg", "?"), job_file))
+    status, and a timeout where LAVA (or the kit, `killed`) stopped it.
+    A RunnerError where the job says nothing of the kernel (runner_error();
+    `canceled`: a server's job canceled, not by the kit)."""
+    write_console(records, log, job_file)
+    why = runner_error(records, killed, canceled)
+    if why:
+        raise RunnerError("%s; see %s" % (why, job_file))
     rc, problems = scan(log)
     error = None
     if rc is not None and (killed or timed_out(records)):
@@ -631,14 +746,16 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
                    test="boot"):
     """qemu.run_guest() through `lava-run`: the same arguments and result
     (with `lava`, LAVA's job result, and `lava_job`, its definition), plus
-    `meta`, the cell's identity() for the job's metadata.  The guest takes
-    a guest slot as any boot; QEMU writes `disks` in place."""
+    `meta`, the cell's identity() for the job's metadata, which the job's
+    log must bear out (check_identity(): the kernel, the QEMU).  The guest
+    takes a guest slot as any boot; QEMU writes `disks` in place.  A
+    RunnerError where LAVA failed, not the kernel (boot_result())."""
     if icount:
         raise ForkError("the LAVA runner has no icount mode (bench's): use the kit's own runner")
     prog = prog or Progress("boot")
     binary = lava_run_binary()
     log = log or new_log(label)
-    jobdir, job_file, device_file, initrd, _ = prepare(
+    jobdir, job_file, device_file, initrd, job = prepare(
         kernel, script, disks, timeout, smp, mem, kvm, append, log, label, cache,
         meta or {}, test, extra_files)
     lava_log = os.path.join(jobdir, "lava.log")
@@ -673,6 +790,8 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
     secs = time.monotonic() - t0
     with open(lava_log, errors="replace") as fh:
         records = parse_records(fh.read())
+    with open(job_file) as fh:
+        check_identity(fh.read(), job["metadata"], records)
     res = boot_result(records, log, job_file, timeout, secs, killed)
     if follow is not None:
         follow.start()

@@ -9,14 +9,21 @@ its own with its log and pid in work/lava/.  It makes the kit's device
 type (guest/lava.py's device_template()) and `--devices` devices of it on
 that worker (one job each at a time), a superuser "fork" with an API
 token and the worker's token, and writes what a submitter needs to
-work/lava/server.json (mode 0600).  `down` ends the processes it started,
-by their pids, and the PostgreSQL cluster if it started it.
+work/lava/server.json (mode 0600), each pid with what identifies its
+process (its start time in /proc/<pid>/stat on this boot: identify()).
+`down` ends the processes it started, each only while its pid still names
+that process (after a reboot or a long pause the pid may be another's: it
+is left alone and said so), and the PostgreSQL cluster if it started it;
+`status` and a second `up` go by the same identity.
 
 A job submitted here is the job lava-run runs (guest/lava.py): the same
 definition, device and console, read back from the server's log.  Its
 result is refused unless the job the server ran carries the cell's
-identity in its metadata and deployed the image's kernel
-(lava.check_identity()).  The disks are paths on this machine: a worker
+identity in its metadata, deployed the image's kernel and ran on a worker
+whose QEMU printed the version line the kit records for the cell
+(lava.check_identity()).  Where the server or LAVA fails rather than the
+kernel, the boot raises core.errors.RunnerError (an error of the runner,
+no verdict: lava.runner_error()).  The disks are paths on this machine: a worker
 elsewhere needs them at the same paths (tools/forkkit/README.md, "LAVA").
 """
 
@@ -32,7 +39,7 @@ import urllib.error
 import urllib.request
 
 from ..core import interrupt
-from ..core.errors import ForkError
+from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
@@ -68,7 +75,9 @@ def read_config():
 # --- the REST API --------------------------------------------------------------
 
 def api(cfg, path, data=None, timeout=60):
-    """A call of the server's REST API (v0.2): the decoded JSON answer."""
+    """A call of the server's REST API (v0.2): the decoded JSON answer; a
+    RunnerError when the server does not answer or not as it should (the
+    check records it as an error of the runner, not of the kernel)."""
     url = cfg["url"].rstrip("/") + "/api/v0.2/" + path.lstrip("/")
     headers = {"Authorization": "Token %s" % cfg["token"]}
     body = None
@@ -81,16 +90,18 @@ def api(cfg, path, data=None, timeout=60):
             text = resp.read().decode(errors="replace")
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")[:500]
-        raise ForkError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason, detail))
+        raise RunnerError("LAVA server %s: %s %s: %s" % (url, exc.code, exc.reason,
+                                                          " ".join(detail.split())))
     except (urllib.error.URLError, OSError) as exc:
-        raise ForkError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
-                        "status`)?" % (url, getattr(exc, "reason", exc)))
+        raise RunnerError("LAVA server %s does not answer (%s): is it up (`tools/fork lava "
+                          "status`)?" % (url, getattr(exc, "reason", exc)))
     if path.endswith("/logs/"):
         return text
     try:
         return json.loads(text)
     except ValueError:
-        raise ForkError("LAVA server %s answered no JSON: %s" % (url, text[:200]))
+        raise RunnerError("LAVA server %s answered no JSON: %s" % (url, " ".join(
+            text[:200].split())))
 
 
 def submit(cfg, definition):
@@ -98,7 +109,7 @@ def submit(cfg, definition):
     ans = api(cfg, "jobs/", {"definition": definition})
     ids = ans.get("job_ids") if isinstance(ans, dict) else None
     if not ids:
-        raise ForkError("the LAVA server took no job: %s" % ans)
+        raise RunnerError("the LAVA server took no job: %s" % " ".join(str(ans).split()))
     return ids[0]
 
 
@@ -127,8 +138,9 @@ def cancel(cfg, job_id):
 
 def collect(cfg, job_id, expected):
     """The records of a finished job's log, once the job is shown to be the
-    cell asked for (lava.check_identity(): its metadata and the kernel it
-    deployed); a ForkError refuses it."""
+    cell asked for (lava.check_identity(): its metadata, and the kernel it
+    deployed and the QEMU its worker booted it with); a ForkError refuses
+    it."""
     job = api(cfg, "jobs/%s/" % job_id)
     records = lava.parse_records(api(cfg, "jobs/%s/logs/" % job_id))
     lava.check_identity(job.get("original_definition") or job.get("definition") or "",
@@ -143,7 +155,10 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
     """qemu.run_guest() as a job of the LAVA server (`tools/fork lava up`):
     the job lava-run would run, submitted, waited for, and its console
     read back from the server's log.  The guest takes a guest slot here,
-    as the server's worker runs on this machine."""
+    as the server's worker runs on this machine.  A RunnerError where the
+    server or LAVA failed, not the kernel: the server did not answer, the
+    job did not boot in time (queued, deploy), it booted no kernel or it
+    was canceled by someone other than the kit (lava.boot_result())."""
     if icount:
         raise ForkError("the LAVA runner has no icount mode (bench's): use the kit's own runner")
     prog = prog or Progress("boot")
@@ -172,17 +187,23 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
             if done is None:
                 killed = True
                 cancel(cfg, job_id)
-                wait_job(cfg, job_id, time.monotonic() + 120)
+                done = wait_job(cfg, job_id, time.monotonic() + 120)
     finally:
         try:
             os.unlink(initrd)
         except OSError:
             pass
     secs = time.monotonic() - t0
-    _, records = collect(cfg, job_id, expected)
+    job, records = collect(cfg, job_id, expected)
     with open(os.path.join(jobdir, "lava.log"), "w") as fh:
         fh.write(api(cfg, "jobs/%s/logs/" % job_id))
-    res = lava.boot_result(records, log, job_file, timeout, secs, killed)
+    if killed and lava.boot_command(records) is None:
+        raise RunnerError("LAVA job %s on %s did not boot within %d s (state %s, health %s): "
+                          "the kit canceled it; see %s" % (
+                              job_id, cfg["url"], timeout + lava.MARGIN + QUEUE_SECONDS,
+                              job.get("state", "?"), job.get("health", "?"), job_file))
+    res = lava.boot_result(records, log, job_file, timeout, secs, killed,
+                           canceled=not killed and job.get("health") == "Canceled")
     res.lava_server_job = "%s %s" % (cfg["url"], job_id)
     if follow is not None:
         follow.start()
@@ -213,24 +234,102 @@ def manage(*args, check=True):
     return proc.stdout + proc.stderr
 
 
-def _alive(pid):
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def _boot_id():
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError, TypeError):
-        return False
-    return True
+        with open(BOOT_ID) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
 
 
-def _start(name, cmd, pids):
+def _stat(pid):
+    """(state, start time in clock ticks since boot) of process `pid` from
+    /proc/<pid>/stat, or None when there is no such process."""
+    try:
+        with open("/proc/%d/stat" % int(pid)) as fh:
+            text = fh.read()
+    except (OSError, TypeError, ValueError):
+        return None
+    # the name (field 2) may hold spaces and parentheses: the fields after
+    # it start at the last ")"
+    fields = text[text.rindex(")") + 2:].split()
+    return fields[0], int(fields[19])
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % int(pid), "rb") as fh:
+            words = fh.read().split(b"\0")
+    except (OSError, TypeError, ValueError):
+        return ""
+    return " ".join(w.decode(errors="replace") for w in words if w)
+
+
+def identify(pid):
+    """What names the process `pid` for as long as it runs: its start time
+    (/proc/<pid>/stat) on this boot (the kernel's boot id), with its
+    command line (to say what it is); None when it does not run."""
+    st = _stat(pid)
+    if st is None or st[0] in ("Z", "X"):
+        return None
+    return {"pid": int(pid), "start": st[1], "boot_id": _boot_id(), "cmdline": _cmdline(pid)}
+
+
+def process_state(entry):
+    """The state of a process `up` recorded (its identify()): "running"
+    (that very process), "gone", "other" (its pid now names another
+    process: another start time or boot) or "unverified" (a bare pid, as an
+    older kit recorded it, that a process holds now)."""
+    pid = entry.get("pid") if isinstance(entry, dict) else entry
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return "gone"
+    now = identify(pid)
+    if now is None:
+        return "gone"
+    if not isinstance(entry, dict):
+        return "unverified"
+    if (entry.get("start"), entry.get("boot_id")) != (now["start"], now["boot_id"]):
+        return "other"
+    return "running"
+
+
+def _pid(entry):
+    return entry.get("pid") if isinstance(entry, dict) else entry
+
+
+def _left_alone(name, entry):
+    """One line on a recorded pid that is not (or not shown to be) the
+    process `up` started, which the kit leaves alone."""
+    pid = _pid(entry)
+    if process_state(entry) == "other":
+        return "%s: pid %d is now another process (%s), not the one `up` started: left " \
+               "alone" % (name, pid, _cmdline(pid) or "?")
+    return "%s: pid %d was recorded without what identifies its process (an older kit's " \
+           "`lava up`): left alone; end it by hand if `ps -p %d` shows LAVA's %s" % (
+               name, pid, pid, name)
+
+
+def _start(name, cmd, pids, prog=None):
     """Start `cmd` in a process group of its own (its log in work/lava/NAME.out),
-    unless the process of that name `up` started before still runs."""
-    if _alive(pids.get(name)):
-        return pids[name]
+    unless the process of that name `up` started before still runs (the very
+    process: identify()); records its identity in `pids`."""
+    state = process_state(pids.get(name))
+    if state == "running":
+        return pids[name]["pid"]
+    if state == "unverified":
+        raise ForkError("%s; then run `tools/fork lava down` and `tools/fork lava up`"
+                        % _left_alone(name, pids[name]))
+    if state == "other" and prog:
+        prog.say(_left_alone(name, pids[name]) + "; starting %s anew" % name)
     out = open(os.path.join(state_dir(), name + ".out"), "a")
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
     out.close()
-    pids[name] = proc.pid
+    # the command as started (the child may not have exec'd it yet)
+    pids[name] = dict(identify(proc.pid) or {"pid": proc.pid}, cmdline=" ".join(cmd))
     return proc.pid
 
 
@@ -315,12 +414,12 @@ def up(devices=1, port=PORT, prog=None):
         _start("gunicorn", ["gunicorn3", "lava_server.wsgi", "--bind", "127.0.0.1:%d" % port,
                             "--workers", "2", "--worker-class", "eventlet", "-u", "lavaserver",
                             "-g", "lavaserver", "--log-level", "INFO",
-                            "--log-file", os.path.join(logs, "gunicorn.log")], pids)
+                            "--log-file", os.path.join(logs, "gunicorn.log")], pids, prog)
     _start("scheduler", ["lava-server", "manage", "lava-scheduler", "--level", "INFO",
-                         "--log-file", os.path.join(logs, "scheduler.log")], pids)
+                         "--log-file", os.path.join(logs, "scheduler.log")], pids, prog)
     _start("worker", ["lava-worker", "--level", "INFO", "--url", url, "--name", worker,
                       "--token", worker_token, "--log-file", os.path.join(logs, "worker.log"),
-                      "--worker-dir", ensure_dir(os.path.join(logs, "worker"))], pids)
+                      "--worker-dir", ensure_dir(os.path.join(logs, "worker"))], pids, prog)
     deadline = time.monotonic() + 90
     while not _answers(url):
         if time.monotonic() > deadline:
@@ -336,38 +435,55 @@ def up(devices=1, port=PORT, prog=None):
 
 
 def status():
-    """One line per part of the server: running or not."""
+    """One line per part of the server: running or not (a recorded pid that
+    another process holds now is not LAVA's: it is said so)."""
     cfg = read_json(config_path(), {}) or {}
     lines = ["server %s: %s" % (cfg.get("url", "-"), "answers" if cfg.get("url")
                                 and _answers(cfg["url"]) else "does not answer")]
-    for name, pid in sorted(cfg.get("pids", {}).items()):
-        lines.append("%s (pid %s): %s" % (name, pid, "running" if _alive(pid) else "not running"))
+    for name, entry in sorted(cfg.get("pids", {}).items()):
+        state = process_state(entry)
+        if state in ("other", "unverified"):
+            lines.append("%s: not shown to run (%s)" % (name, _left_alone(name, entry)))
+        else:
+            lines.append("%s (pid %s): %s" % (name, _pid(entry), "running" if state == "running"
+                                              else "not running"))
     return lines
 
 
 def down(prog=None):
-    """End the processes `up` started (by their pids) and the PostgreSQL
-    clusters it started."""
+    """End the processes `up` started, each only while its pid still names
+    that process (identify()), and the PostgreSQL clusters it started."""
     prog = prog or Progress("lava")
     cfg = read_json(config_path(), {}) or {}
     pids = cfg.get("pids", {})
+    kept = {}
     for name in ("worker", "scheduler", "gunicorn"):
-        pid = pids.get(name)
-        if _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-            for _ in range(100):
-                if not _alive(pid):
-                    break
-                try:
-                    os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    pass
-                time.sleep(0.1)
+        entry = pids.get(name)
+        state = process_state(entry)
+        if state in ("other", "unverified"):
+            prog.say(_left_alone(name, entry))
+            continue
+        if state != "running":
+            continue
+        pid = entry["pid"]
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(100):
+            if process_state(entry) != "running":
+                break
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.1)
+        if process_state(entry) == "running":
+            kept[name] = entry          # still that process: `down` again ends it
+            prog.say("%s (pid %d) did not end within 10 s of SIGTERM" % (name, pid))
+        else:
             prog.say("%s (pid %d) ended" % (name, pid))
     for ver, name in cfg.get("started_postgres", []):
         subprocess.run(["pg_ctlcluster", ver, name, "stop"], check=False)
         prog.say("PostgreSQL %s/%s stopped" % (ver, name))
-    cfg["pids"] = {}
+    cfg["pids"] = kept
     cfg["started_postgres"] = []
     if os.path.exists(config_path()):
         write_json(config_path(), cfg, mode=0o600)

@@ -24,6 +24,7 @@ from ..core.errors import ForkError
 from ..core.tables import md_cell, md_table
 from ..guest import guesttests
 from ..verify import benchlib, checkrecords
+from ..verify import frag as fraglib
 from ..verify import check as vcheck
 from ..verify import fstests as vfstests
 
@@ -237,6 +238,22 @@ def d_bench(root, ctx, run):
         + md[1:]
 
 
+def d_bench_locks(root, ctx, *runs):
+    """The ext2 lock acquisitions (contentions) per operation of several
+    lockstat runs side by side (benchlib.lock_table_across())."""
+    if not runs:
+        raise ForkError("@@ bench-locks needs the ids of one or more bench runs")
+    return benchlib.lock_table_across([_bench_doc(root, r) for r in runs])
+
+
+def d_bench_steps(root, ctx, *runs):
+    """Every commit of several --each runs in one table, its cost per
+    workload against its parent (benchlib.steps_summary())."""
+    if not runs:
+        raise ForkError("@@ bench-steps needs the ids of one or more bench --each runs")
+    return benchlib.steps_summary([_bench_doc(root, r) for r in runs])
+
+
 def d_bench_facts(root, ctx, run, *names):
     """Named figures of a run (benchlib.record_facts()), as a table."""
     facts = benchlib.record_facts(_bench_doc(root, run))
@@ -248,6 +265,13 @@ def d_bench_facts(root, ctx, run, *names):
         v = facts[n]
         rows.append(["`%s`" % n, ("%.4g" % v) if isinstance(v, float) else str(v)])
     return md_table(["figure", "value"], rows)
+
+
+def d_frag(root, ctx, run):
+    """One fragmentation run: verify.frag.markdown() of records/frag/RUN.json."""
+    md = fraglib.markdown(_json(root, "records/frag/%s.json" % run))
+    return md[:1] + ["", "Record: [records/frag/%s.json](records/frag/%s.json)" % (run, run)] \
+        + md[1:]
 
 
 def d_include(root, ctx, rel):
@@ -264,6 +288,9 @@ DIRECTIVES = {
     "exclude": (d_exclude, ""),
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
+    "frag": (d_frag, "RUN"),
+    "bench-locks": (d_bench_locks, "RUN..."),
+    "bench-steps": (d_bench_steps, "RUN..."),
     "include": (d_include, "FILE"),
 }
 
@@ -284,29 +311,59 @@ class _Context:
 def render(root, template_rel, ctx=None):
     """The document that the template `template_rel` (relative to `root`)
     and the records under `root` give, as text."""
+    out = render_lines(root, _read(root, template_rel).splitlines(), template_rel, ctx)
+    while out and not out[-1].strip():
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
+def render_lines(root, lines, name, ctx=None):
+    """`lines` of a template (`name` in messages) with every `@@ DIRECTIVE`
+    line replaced by what the records under `root` give and `%%` comment
+    lines dropped."""
     ctx = ctx or _Context(root)
     out = []
-    for n, line in enumerate(_read(root, template_rel).splitlines(), 1):
+    for n, line in enumerate(lines, 1):
         if line.startswith("%%"):
             continue
         if line.startswith("@@"):
             words = line[2:].split()
             if not words or words[0] not in DIRECTIVES:
                 raise ForkError("%s:%d: unknown directive %r: use one of %s" % (
-                    template_rel, n, words[0] if words else "",
+                    name, n, words[0] if words else "",
                     ", ".join(sorted(DIRECTIVES))))
             fn = DIRECTIVES[words[0]][0]
             try:
                 inspect.signature(fn).bind(root, ctx, *words[1:])
             except TypeError:
-                raise ForkError("%s:%d: %s takes %s" % (template_rel, n, words[0],
+                raise ForkError("%s:%d: %s takes %s" % (name, n, words[0],
                                                          DIRECTIVES[words[0]][1] or "no argument"))
             out += fn(root, ctx, *words[1:])
             continue
         out.append(line)
-    while out and not out[-1].strip():
-        out.pop()
-    return "\n".join(out) + "\n"
+    return out
+
+
+def measured_changes(root, directive, args):
+    """What the bench or frag runs a directive line names measured, for a
+    caller that must check it is what it publishes: [("step", parent,
+    commit)] for each commit of an --each run (a change measured against its
+    parent), [("tree", commit)] for each kernel of an A/B bench run or a
+    frag run (a tree measured as it is)."""
+    out = []
+    if directive in ("bench", "bench-locks", "bench-steps"):
+        for run in (args[:1] if directive == "bench" else args):
+            doc = _bench_doc(root, run)
+            if doc.get("steps") is not None:
+                out += [("step", doc["kernels"][st["a"]]["commit"], st["commit"])
+                        for st in doc["steps"] if not st["whole"]]
+            else:
+                out += [("tree", k["commit"]) for k in doc["kernels"].values()
+                        if k.get("commit")]
+    elif directive == "frag":
+        out += [("tree", r["commit"]) for r in
+                _json(root, "records/frag/%s.json" % args[0])["revisions"]]
+    return out
 
 
 def generate(root, names=DOCUMENTS):

@@ -18,6 +18,7 @@ from ..core.errors import ForkError
 from ..core.paths import ensure_dir, ktree, repo_root, wpath
 from ..core.proc import run
 from ..guest import guesttests
+from . import docs
 from ..repo.branches import apply_patches
 from ..repo.debian import dep14
 from ..repo.git import git, git_ok, rev_parse
@@ -431,6 +432,57 @@ def changelog_text(n, path, prev_msgid):
     return out
 
 
+BENCH_DIRECTIVES = ("bench", "bench-locks", "bench-steps", "frag")
+
+
+def bench_directives(path):
+    """[(directive, [args])] of the `@@` lines of a cover letter template
+    that name benchmark or fragmentation runs."""
+    out = []
+    if os.path.isfile(path):
+        with open(path) as fh:
+            for line in fh:
+                words = line[2:].split() if line.startswith("@@") else []
+                if words and words[0] in BENCH_DIRECTIVES:
+                    out.append((words[0], words[1:]))
+    return out
+
+
+def uses_bench(path):
+    """Whether a cover letter template has the {bench} placeholder."""
+    if not os.path.isfile(path):
+        return True     # render_template() says what is missing
+    with open(path) as fh:
+        return "{bench}" in "".join(l for l in fh if not l.startswith("#"))
+
+
+def check_measured(path, base, commits):
+    """Every run the template's `@@` lines name measured this series: each
+    step of an --each run the very change one of `commits` makes (the same
+    patch id, on whatever tree it was applied to), each kernel of an A/B or
+    frag run the tree of `base` or of one of `commits`.  A run of an
+    earlier version of the series, or of another series, is refused."""
+    directives = bench_directives(path)
+    if not directives:
+        return
+    trees = {git(["rev-parse", c + "^{tree}"]) for c in [base] + list(commits)}
+    changes = {patch_id_of_commit(c) for c in commits}
+    for directive, args in directives:
+        for what in docs.measured_changes(repo_root(), directive, args):
+            if what[0] == "step":
+                ok = (git(["rev-parse", what[2] + "^"]) == what[1]
+                      and patch_id_of_commit(what[2]) in changes)
+                name = "the change %s..%s" % (what[1][:12], what[2][:12])
+            else:
+                ok = git(["rev-parse", what[1] + "^{tree}"]) in trees
+                name = "the tree of %s" % what[1][:12]
+            if not ok:
+                raise ForkError("%s: `@@ %s %s` measured %s, which is not in the series "
+                                "being exported: name a run of this version (or measure "
+                                "it: see BENCHMARKS.md)" % (rel(path), directive,
+                                                            " ".join(args), name))
+
+
 def render_template(path, values, optional=()):
     """(subject, body) of the cover letter template with `values` filled in;
     every placeholder but those in `optional` must be used."""
@@ -443,9 +495,13 @@ def render_template(path, values, optional=()):
         lines.pop(0)
     if not lines:
         raise ForkError("%s is empty: its first line is the subject" % rel(path))
-    subject, body = lines[0].strip(), "\n".join(lines[1:])
+    body_lines = docs.render_lines(repo_root(), lines[1:], rel(path))
+    subject, body = lines[0].strip(), "\n".join(body_lines)
     found = set(re.findall(r"\{([a-z_]+)\}", subject + body))
     unknown = found - set(values)
+    if bench_directives(path):
+        # the letter names its benchmark runs itself
+        optional = tuple(optional) + ("bench",)
     missing = set(PLACEHOLDERS) - found - set(optional)
     if unknown or missing:
         raise ForkError("%s: %s%s; the placeholders are %s" % (

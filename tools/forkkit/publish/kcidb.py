@@ -57,8 +57,11 @@ tests, check
     ``misc.explained`` names each such run with the why and where it is
     documented, and ``misc.verdict`` is the kit's verdict on the other
     runs.  The records time a whole row, not a cell: ``misc.row_seconds``,
-    no ``duration``.  ERROR is not used: a row does not tell a harness error
-    from the kernel's.
+    no ``duration``.  A run whose runner failed, not the kernel (an
+    ``error`` run: a LAVA job that booted no kernel) gives no result: the
+    status is that of the cell's completed runs, and ERROR when it has none
+    (its ``boot`` cell ``error`` is ERROR, the cells it did not reach
+    MISS); ``misc.errors`` names each such run and why.
 tests, fstests
     One per result in an fstests record's ``tests.json``: path
     ``xfstests.<dir>.<number>`` (``generic/001`` is
@@ -102,7 +105,7 @@ BUNDLE = "shared/kcidb/kcidb-io.bundle"
 ENV = "FORK_KCIDB_IO"
 CLONE = "kcidb-io"           # in the work directory
 CHECK_CELLS = ("checkpatch", "boot", "test", "e2fsck", "counts")
-CELL_STATUS = {"pass": "PASS", "FAIL": "FAIL", "n/a": "SKIP", "-": "MISS"}
+CELL_STATUS = {"pass": "PASS", "FAIL": "FAIL", "n/a": "SKIP", "-": "MISS", "error": "ERROR"}
 FSTESTS_STATUS = {"pass": "PASS", "fail": "FAIL", "notrun": "SKIP"}
 IMPORT_RE = re.compile(r"^Import Debian (linux-source-\S+) (\S+)")
 
@@ -339,6 +342,9 @@ def report(root=None, base_url=None, series_list=None):
         ver, commit, flavour, test = key
         cell = cells[key]
         runs = [run for _, run in cell["runs"]]
+        # the runs that give a result: an error of the runner gives none
+        # (the cell is ERROR only when no run completed)
+        results = [run for run in runs if not run.get("error")] or runs
         latest_row = cell["rows"][-1][1]
         # each run's accelerator; a run entry without one takes its row's
         env = _environment([run.get("accel") or row.get("accel") or "tcg"
@@ -361,7 +367,7 @@ def report(root=None, base_url=None, series_list=None):
                 values = [r.get("cells", {}).get(name) for _, r in cell["rows"]
                           if r.get("commit") == commit][-1:]
             else:
-                values = [run.get("cells", {}).get(name) for run in runs]
+                values = [run.get("cells", {}).get(name) for run in results]
             if all(v is None for v in values):
                 continue
             status, flaky = _cell_status([v if v is not None else "-" for v in values])
@@ -375,6 +381,9 @@ def report(root=None, base_url=None, series_list=None):
                                  "image_sha256": r.get("image_sha256")} for r in runs]
             if flaky:
                 misc["flaky"] = flaky
+            if cell.get("errors"):
+                misc["errors"] = [{"run": r.get("log"), "error": r["error"]}
+                                  for _, r in cell["errors"]]
             if cell.get("explained"):
                 misc["explained"] = [{"run": checkrecords.run_names(r)[0],
                                       "value": r.get("cells", {}).get(name),

@@ -86,7 +86,13 @@ lava-dispatcher) on a job the kit writes (guest/lava.py), ``--runner
 lava-server`` through a LAVA server's worker (``tools/fork lava up``);
 the disks are the kit's own files either way, and the verdict is the
 kit's, from the console in the job's log.  A run is recorded with its
-runner; a cell on record is not run again without ``--force``.
+runner; a cell on record is not run again without ``--force``.  Where
+LAVA fails rather than the kernel (no QEMU started, no kernel in the
+console, the server does not answer), the boot cell is ``error`` with
+the reason: no pass, no failure of the kernel, the check exits non-zero,
+and the next check runs that cell again (a failure on record stays).  A
+result from a worker whose QEMU is not the one the record names is
+refused (tools/forkkit/README.md, "LAVA").
 """
 
 import json

@@ -25,7 +25,11 @@ command), ``{base}`` (Debian package, version, upstream stable version,
 distro commit), and from v2 on ``{changelog}``
 (``mailing/changelog/v<N>.md``, required) and ``{range_diff}`` (against
 v<N-1>, re-created from ``mailing/versions/v<N-1>/`` on the distro commit,
-so it works on a fresh machine).
+so it works on a fresh machine).  A line ``@@ bench-steps RUN...``,
+``@@ bench-locks RUN...`` or ``@@ frag RUN`` is rendered from the committed
+records as the documents render it (then ``{bench}`` may be left out); each
+run it names must have measured this series (every --each step one of its
+changes, by patch id; every other kernel its base's or a commit's tree).
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
 what ``patches/`` records, every commit has a cached passing check (or
@@ -58,12 +62,13 @@ from ..core.errors import ForkError
 from ..core.paths import check_output_dir, ensure_dir, ktree, wpath
 from ..core.progress import Progress
 from ..publish.export import (am_roundtrip, b4_roundtrip, base_info, base_text, bench_text,
-                              changelog_text, check_address, check_rows, check_signoff,
-                              check_text, checkpatch, cover_template, fill_cover, format_patch,
-                              header, identity, is_placeholder, mail_commits, mailing,
-                              outdir_entries, range_diff_text, read_recipients, recipients,
-                              recorded_base, recorded_versions, rel, render_template, send_email,
-                              send_hint, series_commits, series_mailing, summary_text)
+                              changelog_text, check_address, check_measured, check_rows,
+                              check_signoff, check_text, checkpatch, cover_template, fill_cover,
+                              format_patch, header, identity, is_placeholder, mail_commits,
+                              mailing, outdir_entries, range_diff_text, read_recipients,
+                              recipients, recorded_base, recorded_versions, rel, render_template,
+                              send_email, send_hint, series_commits, series_mailing,
+                              summary_text, uses_bench)
 from ..repo import maintainers
 from ..repo import series as series_mod
 from ..repo.git import git, require_clean, require_ktree
@@ -197,17 +202,19 @@ def export(args, out=print):
     if prev:
         prev_msgid = read_kv(os.path.join(prev, "base")).get("cover-message-id")
 
+    template = cover_template(series)
+    check_measured(template, base, commits)
     values = {
         "summary": summary_text(commits),
         "check_table": check_text(rows, args.config, args.test, args.allow_unchecked),
-        "bench": bench_text(head, prog, base),
+        # a letter that names its runs (@@ bench-steps ...) may leave {bench} out
+        "bench": bench_text(head, prog, base) if uses_bench(template) else "",
         "base": base_text(info, base),
         "changelog": changelog_text(n, changelog, prev_msgid) if changelog else "",
         "range_diff": "{range_diff}",     # filled in once the mails exist
         "version": "v%d" % n,
         "count": str(len(commits)),
     }
-    template = cover_template(series)
     # a series' own letter (the fixes) may leave out the benchmarks
     subject, body = render_template(template, values, optional=(
         ("bench",) if template != mailing("cover-letter.tmpl") else ()))

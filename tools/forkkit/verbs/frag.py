@@ -1,62 +1,126 @@
 """frag: compare file fragmentation (allocation quality) between kernels.
 
-Boots each revision on a fresh, identical ext2 image and runs the seed
-workload with ``-k`` (files kept): 2 and 4 tasks writing concurrently into
-one directory and into separate top-level directories, files of 64 KiB to
-8 MiB.  Then, on the host, ``debugfs -R "blocks FILE"`` gives every file's
-block list, and a fragment is a maximal run of consecutive blocks.
-Indirect blocks sit inside the data, so even a perfect file has a few
-fragments; what matters is the comparison at equal workload.
+Boots each revision on a fresh, identical ext2 image (256 MiB, 1 KiB
+blocks: 32 groups of 8 MiB) and runs the seed workload with ``-k`` (files
+kept): 2 tasks writing concurrently into one directory and into separate
+top-level directories, and 4 tasks into one directory with files 8 times
+larger (ci/guest/scripts/frag.sh).  Then, on the host, ``debugfs -R
+"blocks FILE"`` gives every file's block list, and a fragment is a maximal
+run of consecutive blocks.  Indirect blocks sit inside the data, so even a
+perfect file has a few fragments; what matters is the comparison at equal
+workload.
 
-Used to show that a reservation-window change keeps allocation quality.
+``--reps N`` boots every revision N times, the order rotating from one
+repetition to the next (multi-threaded TCG: the tasks' interleaving, and so
+the allocations, differ from boot to boot); the table gives each
+revision's mean and min..max over its boots.  ``--record`` writes the run
+to ``records/frag/<id>.json`` (what ran: commits, image sha256s, guest
+script, kit, QEMU, mke2fs; every file's figures), which BENCHMARKS.md
+renders (``@@ frag <id>``).
+
+Used to show what a reservation-window change does to allocation quality.
 """
 
 import json
 import os
+import time
 
 from ..build.kbuild import build
 from ..core.errors import ForkError
-from ..core.paths import check_output_path
+from ..core.paths import check_output_path, repo_root
+from ..core.proc import run
 from ..core.progress import Progress
+from ..core.records import write_json
 from ..guest import guesttests
 from ..guest.qemu import failure_message, run_guest
+from ..repo.git import git
 from ..repo.series import default_revs
-from ..verify.frag import measure, script, summary
+from ..verify import frag as fraglib
+from ..verify.bench import kit_version, qemu_version
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
+
 
 def add_arguments(p):
     p.add_argument("revs", nargs="*", metavar="REV",
                    help="revisions to compare (default: distro/<ver> and series/<ver> of "
                         "the primary series, patches/)")
+    p.add_argument("--reps", type=int, default=1,
+                   help="boots of every revision, in rotating order (default %(default)s)")
+    p.add_argument("--record", action="store_true",
+                   help="write the run to records/frag/<id>.json")
     p.add_argument("--json", help="write the per-file figures here")
+
+
+def mke2fs_version():
+    proc = run(["mke2fs", "-V"], check=False)
+    text = (proc.stderr or "") + (proc.stdout or "")
+    return text.splitlines()[0].strip() if text.strip() else "unknown"
+
+
+def as_run(args, revs):
+    cmd = ["tools/fork", "frag"] + list(revs)
+    if args.reps != 1:
+        cmd += ["--reps", str(args.reps)]
+    return " ".join(cmd + ["--record"])
 
 
 def main(args):
     if args.json:
         check_output_path(args.json, "--json")
+    if args.reps < 1:
+        raise ForkError("--reps %d: give 1 or more boots per revision" % args.reps)
     prog = Progress("frag")
-    results = {}
-    for rev in args.revs or default_revs(None, None):
-        res = build(rev, prog=prog)
-        img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
-                                    "256M", 1024)
-        boot = run_guest(res.image, script(), [img], timeout=900, prog=prog, label="frag")
-        if not boot.ok:
-            raise ForkError("frag workload failed on %s: %s" % (rev, failure_message(boot)))
-        err = guesttests.fsck(img, need_statfs=False)
-        if err:
-            raise ForkError("e2fsck after the frag workload on %s: %s" % (rev, err))
-        files = measure(img)
-        results[rev] = {"commit": res.commit, "files": files, "summary": summary(files)}
+    revs = list(args.revs or default_revs(None, None))
+    if len(set(revs)) != len(revs):
+        raise ForkError("a revision is named twice: use --reps N to boot one several times")
+    builds = {rev: build(rev, prog=prog) for rev in revs}
+    script = fraglib.script()
+    run_id = time.strftime("%Y%m%d-%H%M%S")
+    runs = {rev: [] for rev in revs}
+    for rep in range(1, args.reps + 1):
+        for rev in fraglib.rep_order(revs, rep):
+            res = builds[rev]
+            img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
+                                        fraglib.IMAGE_SIZE, fraglib.IMAGE_BLOCK_SIZE)
+            prog.say("repetition %d of %d: %s" % (rep, args.reps, rev))
+            boot = run_guest(res.image, script, [img], timeout=900, prog=prog, label="frag")
+            if not boot.ok:
+                raise ForkError("frag workload failed on %s: %s" % (rev, failure_message(boot)))
+            err = guesttests.fsck(img, need_statfs=False)
+            if err:
+                raise ForkError("e2fsck after the frag workload on %s: %s" % (rev, err))
+            files = fraglib.measure(img)
+            os.unlink(img)
+            runs[rev].append({"rep": rep, "files": files, "summary": fraglib.summary(files),
+                              "kinds": fraglib.kinds(files)})
     print("%-20s %6s %10s %14s %16s" % ("revision", "files", "fragments", "frags/file",
                                          "blocks/fragment"))
-    for rev, r in results.items():
-        s = r["summary"]
-        print("%-20s %6d %10d %14.2f %16.1f" % (rev, s["files"], s["fragments"],
-                                                s["mean_fragments_per_file"],
-                                                s["mean_blocks_per_fragment"]))
+    for rev in revs:
+        for r in runs[rev]:
+            s = r["summary"]
+            print("%-20s %6d %10d %14.2f %16.1f" % (rev, s["files"], s["fragments"],
+                                                    s["mean_fragments_per_file"],
+                                                    s["mean_blocks_per_fragment"]))
+    doc = {
+        "id": run_id, "command": as_run(args, revs), "reps": args.reps,
+        "kit": kit_version(), "qemu": qemu_version(),
+        "guest": "QEMU TCG (multi-threaded), 2 vCPUs, 2048 MiB",
+        "script_sha256": fraglib.sha256_text(script),
+        "image": {"size": fraglib.IMAGE_SIZE, "block_size": fraglib.IMAGE_BLOCK_SIZE,
+                  "mke2fs": mke2fs_version()},
+        "revisions": [{"rev": rev, "commit": builds[rev].commit, "tree": builds[rev].tree,
+                       "subject": git(["log", "-1", "--format=%s", builds[rev].commit]),
+                       "image_sha256": builds[rev].image_sha256, "flavour": "base",
+                       "runs": runs[rev],
+                       "over_boots": fraglib.revision_summary(runs[rev])} for rev in revs],
+    }
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+            json.dump(doc, fh, indent=1)
+    if args.record:
+        path = os.path.join(repo_root(), "records", "frag", "%s.json" % run_id)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_json(path, doc)
+        prog.say("recorded: records/frag/%s.json (commit it)" % run_id)
     return 0

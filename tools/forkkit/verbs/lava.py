@@ -34,7 +34,7 @@ from ..core.locks import guest_slot_count
 from ..core.paths import ensure_dir
 from ..guest import guesttests, lava, lavaserver
 from ..guest.qemu import BOOT_ARGS
-from ..verify.kernel import kit_key
+from ..verify.kernel import kit_key, tool_versions
 
 HELP = "LAVA: write a check cell's job and device, run a LAVA server and worker here"
 
@@ -74,7 +74,8 @@ def main(args):
     out = ensure_dir(os.path.abspath(args.out))
     disk = guesttests.make_image(os.path.join(out, "disk.img"), spec.size, spec.blocksize,
                                  mkfs_args=spec.mkfs, fs=spec.fs)
-    meta = lava.identity(args.test, guesttests.test_key(args.test), kit_key(), args.config)
+    meta = lava.identity(args.test, guesttests.test_key(args.test), kit_key(), args.config,
+                         qemu=tool_versions()["qemu"])
     _, job_file, device_file, initrd, _ = lava.prepare(
         os.path.abspath(args.image), spec.script, [disk], args.timeout, 2, "2048", False,
         BOOT_ARGS.get(args.config, ""), os.path.join(out, "cell"), "job", spec.cache, meta,

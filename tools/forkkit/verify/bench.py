@@ -256,9 +256,13 @@ def qemu_version():
 
 
 def kit_version():
-    proc = run(["git", "-C", repo_root(), "rev-parse", "HEAD"], check=False)
+    """The commit of the kit that runs (the checkout this package is in, which
+    need not be $FORK_REPO: a kit pinned in a worktree of its own may run on
+    the project's repository), and whether that checkout has changes."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = run(["git", "-C", here, "rev-parse", "HEAD"], check=False)
     head = (proc.stdout or "").strip() or None
-    dirty = run(["git", "-C", repo_root(), "status", "--porcelain", "--untracked-files=no"],
+    dirty = run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
                 check=False)
     return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
 

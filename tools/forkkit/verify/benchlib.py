@@ -12,6 +12,7 @@ import statistics
 import string
 import types
 
+from ..core.errors import ForkError
 from ..core.tables import md_table
 from ..guest import scripts
 
@@ -447,6 +448,35 @@ def lock_table(doc):
                               (c["contentions"] if c else 0) / ops)
             out.append((wl, name, per))
     return out
+
+
+def lock_table_across(docs):
+    """The ext2 lock acquisitions and contentions per operation of A and B
+    in several lockstat runs (e.g. the same two kernels at 2, 4 and 8
+    vCPUs), as the lines of one markdown table: a row per workload and
+    class, a column pair per run and kernel."""
+    runs = []
+    for doc in docs:
+        meta = doc.get("run", {})
+        if not doc.get("lockstat"):
+            raise ForkError("bench run %s has no lock statistics (run it with --lockstat)"
+                            % meta.get("id", "?"))
+        runs.append((meta.get("smp", 2), {(wl, name): per for wl, name, per in lock_table(doc)}))
+    keys = []
+    for _, table in runs:
+        keys += [k for k in table if k not in keys]
+    keys.sort(key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 99, k[1]))
+    head = ["workload", "class"]
+    for smp, _ in runs:
+        head += ["A %d vCPUs" % smp, "B %d vCPUs" % smp]
+    rows = []
+    for wl, name in keys:
+        row = [wl, name + (" **fs-wide**" if FS_WIDE_EXT2_RE.search(name) else "")]
+        for _, table in runs:
+            per = table.get((wl, name), {})
+            row += ["%.3g (%.3g)" % per[k] if k in per else "-" for k in ("A", "B")]
+        rows.append(row)
+    return md_table(head, rows)
 
 
 def fs_wide_ext2(classes):
@@ -998,6 +1028,61 @@ def steps(doc, labels, points):
                                   "samples": sub})]
         out.append(step)
     return out
+
+
+def _summary_column(r):
+    """The column of steps_summary() a point belongs to: its workload, and
+    for statfs its filesystem size, whose cost the series changes most."""
+    groups = (r.get("params") or {}).get("groups")
+    return r["workload"] + (" %s groups" % groups if groups is not None else "")
+
+
+def steps_summary(docs):
+    """One row per commit over several --each runs (the cost of a series,
+    patch by patch): per workload (statfs per filesystem size), the range
+    of the commit's B/A over the ext2 points and the range their 95%
+    intervals span; and the ext2 lock classes whose acquisitions per
+    operation change (parent -> commit).  The whole-range steps are left
+    out.  Lines of a markdown table."""
+    for doc in docs:
+        if doc.get("steps") is None:
+            raise ForkError("bench run %s is not an --each run" % doc["run"].get("id", "?"))
+    cols = []
+    for wl in WORKLOADS:
+        for d in docs:
+            for st in d["steps"]:
+                for r in st["stats"]:
+                    if r["workload"] == wl and r["fs"] == "ext2" \
+                            and _summary_column(r) not in cols:
+                        cols.append(_summary_column(r))
+    rows = []
+    for doc in docs:
+        for st in doc["steps"]:
+            if st["whole"]:
+                continue
+            row = ["`%s` %s" % (st["commit"][:12], st.get("subject") or "")]
+            for col in cols:
+                pts = [r for r in st["stats"] if r["fs"] == "ext2"
+                       and _summary_column(r) == col and r.get("ratio") is not None]
+                if not pts:
+                    row.append("-")
+                    continue
+                lo = min(r["ratio"] for r in pts)
+                hi = max(r["ratio"] for r in pts)
+                ilo = min(r["ratio_lo"] for r in pts)
+                ihi = max(r["ratio_hi"] for r in pts)
+                rng = ("%.3g" % lo) if "%.3g" % lo == "%.3g" % hi else "%.3g-%.3g" % (lo, hi)
+                row.append("%s [%.3g..%.3g]" % (rng, ilo, ihi))
+            changes = []
+            for wl, name, per in st.get("locks") or []:
+                if "A" in per and "B" in per:
+                    a, b = per["A"][0], per["B"][0]
+                    if abs(a - b) > max(0.01, 0.01 * max(a, b)):
+                        changes.append("%s %s: %.3g -> %.3g" % (wl, name, a, b))
+            row.append("; ".join(changes) or "none")
+            rows.append(row)
+    return md_table(["commit"] + cols + ["ext2 lock acquisitions per operation that change"],
+                    rows)
 
 
 def steps_markdown(doc):

@@ -49,12 +49,12 @@ def commits_of(rng, series):
 
 
 def table(rows):
-    head = "%-12s  %-44s  %-10s  %-5s  %-4s  %-5s  %-6s  %-6s  %6s" % (
+    head = "%-12s  %-44s  %-10s  %-5s  %-5s  %-5s  %-6s  %-6s  %6s" % (
         "commit", "subject", "checkpatch", "build", "boot", "test", "e2fsck", "counts", "time")
     lines = [head, "-" * len(head)]
     for r in rows:
         c = r["cells"]
-        lines.append("%-12s  %-44s  %-10s  %-5s  %-4s  %-5s  %-6s  %-6s  %5.0fs%s" % (
+        lines.append("%-12s  %-44s  %-10s  %-5s  %-5s  %-5s  %-6s  %-6s  %5.0fs%s" % (
             r["commit"][:12], r["subject"][:44], c["checkpatch"], c["build"], c["boot"],
             c["test"], c["e2fsck"], c.get("counts", "-"), r["seconds"],
             " (cached)" if r.get("cached") else "") + carry.table_mark(r)
@@ -140,7 +140,7 @@ def run_check(rng=None, series=None, flavour="base", test="smoke", force=False, 
                 out("%s known report: %s (%s)" % (r["commit"][:12], rep["title"],
                                                   rep["evidence"]))
         for cell, detail in sorted(r.get("details", {}).items()):
-            if r["cells"].get(cell) == "FAIL":
+            if r["cells"].get(cell) in ("FAIL", kernel.ERROR):
                 out("%s %s: %s" % (r["commit"][:12], cell, detail))
         if r.get("flaky"):
             out(flaky_note(r))
@@ -396,6 +396,9 @@ def markdown(rows, series, flavour, test):
                 "the commit did not change):", ""] + known
     if failed:
         out += ["", "Failures:", ""] + failed
+    errors = ["- %s: %s" % (r["commit"][:12], md_cell(r["error"])) for r in rows if r.get("error")]
+    if errors:
+        out += ["", "Errors of the runner (it failed, not the kernel: no verdict):", ""] + errors
     flaky = ["- " + md_cell(flaky_note(r)) for r in rows if r.get("flaky")]
     if flaky:
         out += ["", "Flaky (runs of the same tree, flavour and test that failed and passed):",

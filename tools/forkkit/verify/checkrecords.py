@@ -32,6 +32,13 @@ explanation) but is left out of the verdict: "pass (1 failed run
 explained)", and a cell whose every run is explained has no verdict of its
 own ("no verdict: its run is an explained failure"), never a pass.  An
 explanation that names a run not on record, or one that passed, is refused.
+
+A run whose runner failed, not the kernel (an `error` run: a LAVA job
+that booted no kernel, kernel.ERROR), judges nothing either: the verdict
+is on the cell's completed runs, noted "(1 error of the runner left
+out)", and a cell with no completed run has the verdict "error: ...",
+never a pass nor a FAIL.  An explanation cannot name such a run (it did
+not fail: it has no verdict).
 """
 
 import json
@@ -238,6 +245,10 @@ def explained(root, runs_by_cell):
                 raise _bad(wanted[names[1]]["n"], "names the run %s again by %s: name it "
                            "once, by its log" % (names[0], names[1]))
             for name in names:
+                if run.get("error"):
+                    raise _bad(wanted[name]["n"], "run %s is an error of the runner (%s, "
+                               "commit %s), not a failure: it needs no explanation; remove it"
+                               % (name, f, key[1][:12]))
                 if run.get("passed"):
                     raise _bad(wanted[name]["n"], "run %s passed (%s, commit %s): only a "
                                "failed run can be explained; remove it"
@@ -258,21 +269,34 @@ def explanation_of(run, given):
 def cells(root):
     """{(version, commit, flavour, test): {"key", "subject", "base" (the
     commit is a base snapshot), "runs": [(file, run)], "rows": [(file,
-    row)], "explained": [(file, run, explanation)], "verdict"}} of every
-    committed check record under `root`.  "runs" and "rows" hold every run,
-    explained or not; the verdict is on the runs not explained."""
+    row)], "explained": [(file, run, explanation)], "errors": [(file,
+    run)], "verdict"}} of every committed check record under `root`.
+    "runs" and "rows" hold every run, explained, an error of the runner or
+    neither; the verdict is on the runs that are neither."""
     out = {}
     runs_by_cell = gather(root)
     given = explained(root, runs_by_cell)
     for key, runs in runs_by_cell.items():
         done = [(f, run, explanation_of(run, given)) for f, run, _ in runs
                 if explanation_of(run, given)]
-        judged = [r for r in runs if not explanation_of(r[1], given)]
+        errors = [(f, run) for f, run, _ in runs if run.get("error")]
+        judged = [r for r in runs if not explanation_of(r[1], given) and not r[1].get("error")]
+        notes = []
+        if done:
+            notes.append("%s explained" % _plural(len(done), "failed run"))
         if judged:
             mine = [r for _, _, r in runs if r["commit"] == key[1]]
-            row, verdict = judge(judged, bool(done), key[1], mine[-1] if mine else None)
+            row, verdict = judge(judged, bool(done or errors), key[1], mine[-1] if mine else None)
+            if errors:
+                notes.append("%s of the runner left out" % _plural(len(errors), "error"))
+            if notes:
+                verdict += " (%s)" % ", ".join(notes)
+        elif errors:
+            row = ([r for _, _, r in runs if r["commit"] == key[1]] or [runs[-1][2]])[-1]
+            verdict = ("error: its run ended in an error of the runner" if len(errors) == 1 else
+                       "error: its %d runs ended in errors of the runner" % len(errors))
             if done:
-                verdict += " (%s explained)" % _plural(len(done), "failed run")
+                verdict += " (%s)" % ", ".join(notes)
         else:
             row = ([r for _, _, r in runs if r["commit"] == key[1]] or [runs[-1][2]])[-1]
             verdict = ("no verdict: its run is an explained failure" if len(done) == 1 else
@@ -281,7 +305,7 @@ def cells(root):
                     "base": row.get("subject", "").startswith(IMPORT_SUBJECT),
                     "runs": [(f, run) for f, run, _ in runs],
                     "rows": [(f, r) for f, _, r in runs], "explained": done,
-                    "verdict": verdict}
+                    "errors": errors, "verdict": verdict}
     return out
 
 
@@ -313,7 +337,7 @@ def failures(all_cells, key):
     base = base_reports(all_cells, ver, flavour, test)
     out = []
     for (f, run), (_, row) in zip(all_cells[key]["runs"], all_cells[key]["rows"]):
-        if run["passed"]:
+        if run["passed"] or run.get("error"):       # an error of the runner failed nothing
             continue
         # a row's reports are those of its latest run
         latest = "runs" not in row or run is row["runs"][-1]

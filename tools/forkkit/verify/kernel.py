@@ -19,6 +19,13 @@ guest/guesttests (disk images, e2fsck and free counts):
   erased: a later pass of the same cell is flaky and does not pass, unless
   each failed run failed only on reports that the base shows too (the
   known-report rule, reports.judge()); see judge_runs().
+* A run in which what boots the guest failed rather than the kernel (a
+  LAVA runner's core.errors.RunnerError: guest/lava.py's runner_error())
+  is an error of the runner: its `boot` cell is ERROR ("error"), the
+  row and the run hold the reason (`error`), it is never a pass, and it
+  is on record but judges nothing: a cell's verdict is that of its runs
+  that completed (a failure among them stays), and a record with none is
+  no cache hit, so the next check runs the cell again.
 """
 
 import contextlib
@@ -35,7 +42,7 @@ import uuid
 from ..build import kconfig
 from ..build.kbuild import build, kernels_dir
 from ..build.kconfig import KMEMLEAK_FLAVOURS
-from ..core.errors import ForkError
+from ..core.errors import ForkError, RunnerError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
 from ..core.records import write_json
@@ -48,6 +55,8 @@ from .checkpatch import run_checkpatch
 CELLS = ["checkpatch", "build", "boot", "test", "e2fsck", "counts"]
 # What a run of the tree produced (checkpatch reads the commit's log).
 RUN_CELLS = CELLS[1:]
+# The boot cell of a run whose runner failed, not the kernel (RunnerError).
+ERROR = "error"
 # What a sanitizer kernel prints when it really runs: a boot without it
 # fails (a detector that is built but switched off would pass everything).
 ACTIVE = {
@@ -151,10 +160,12 @@ def cache_path(tree, flavour, test, guest_accel="tcg", runner="qemu"):
 
 def cached(tree, flavour, test, guest_accel="tcg", runner="qemu"):
     """The record of this cell under that accelerator: the row of its
-    latest run with every run (`runs`), pass or fail ("passed" says
-    which), or None."""
-    return read_record(cache_path(tree, flavour, test, guest_accel, runner), tree, guest_accel,
-                       runner)
+    latest completed run with every run (`runs`), pass or fail ("passed"
+    says which), or None (also when every run on record was an error of
+    the runner: the cell has no verdict yet)."""
+    row = read_record(cache_path(tree, flavour, test, guest_accel, runner), tree, guest_accel,
+                      runner)
+    return row if row and completed(runs_of(row)) else None
 
 
 def records_of(tree, flavour, test):
@@ -222,7 +233,8 @@ def run_entry(row, excuse=None):
     """One run on record: its verdict on the tree (RUN_CELLS), what it
     booted and, for a failure, what failed it and `excuse` (the keys under
     which the base's evidence would excuse each report that failed it,
-    None when something else failed it too)."""
+    None when something else failed it too); for an error of the runner,
+    `error` (why) instead."""
     cells = {c: row["cells"].get(c, "-") for c in RUN_CELLS}
     entry = {"commit": row.get("commit"), "passed": cells_pass(cells), "cells": cells,
              "image_sha256": row.get("image_sha256"),
@@ -230,7 +242,10 @@ def run_entry(row, excuse=None):
              "kit": row.get("kit"), "tools": row.get("tools"), "accel": row.get("accel")}
     if row.get("runner"):
         entry["runner"] = row["runner"]
-    if not entry["passed"]:
+    if row.get("error"):
+        entry["error"] = row["error"]
+        entry["console"] = None
+    elif not entry["passed"]:
         entry["failure"] = failure_text(row)
         entry["excuse"] = excuse
     return entry
@@ -240,6 +255,11 @@ def runs_of(row):
     """The runs on record for `row`; a row written before runs were kept (an
     older record, a committed --json file) is its own one run."""
     return row.get("runs") or [run_entry(row)]
+
+
+def completed(runs):
+    """The runs that give a verdict: all but the errors of the runner."""
+    return [r for r in runs if not r.get("error")]
 
 
 def base_shows(failed, known):
@@ -258,11 +278,13 @@ def base_shows(failed, known):
 
 
 def judge_runs(row, known=None):
-    """Judge `row` on every run on record: "flaky" ("flaky: k of n runs
-    failed") when some failed and others passed, and then no pass, unless
-    the latest run passed and the base shows every report that failed the
-    others ("flaky_excused": its evidence); sets "passed"."""
-    runs = runs_of(row)
+    """Judge `row` on every run on record that completed (an error of the
+    runner judges nothing): "flaky" ("flaky: k of n runs failed") when some
+    failed and others passed, and then no pass, unless the latest run
+    passed and the base shows every report that failed the others
+    ("flaky_excused": its evidence); sets "passed" (never for a row whose
+    own cells are an error's)."""
+    runs = completed(runs_of(row))
     failed = [r for r in runs if not r["passed"]]
     row.pop("flaky", None)
     row.pop("flaky_excused", None)
@@ -282,12 +304,16 @@ def row_passed(row):
 def record_run(path, row, known=None, excuse=None):
     """Add `row`'s run to the record at `path` (the runs before it kept: a
     failure is never erased), judge the row on all of them (judge_runs())
-    and store it."""
+    and store it.  An error of the runner adds its run only: a record with
+    a completed run keeps that run's row (its cells and verdict)."""
     with _records_locked(path):
         before = read_record(path, row["tree"], row_accel(row), row.get("runner") or "qemu")
         row["runs"] = (runs_of(before) if before else []) + [run_entry(row, excuse)]
         judge_runs(row, known)
-        write_json(path, row)       # synced, replaced in one step
+        stored = row
+        if row.get("error") and before and completed(runs_of(before)):
+            stored = judge_runs(dict(before, runs=row["runs"]), known)
+        write_json(path, stored)    # synced, replaced in one step
 
 
 class _AnyKey(dict):
@@ -335,7 +361,9 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     funcdiff.ALL).  `flavour` adds its
     boot arguments (qemu.BOOT_ARGS) and, for kmemleak kernels, requires
     the guest's leak scan to have run.  `runner`: what boots the guest
-    (guest.runners: the kit's QEMU, lava-run or a LAVA server)."""
+    (guest.runners: the kit's QEMU, lava-run or a LAVA server); where it
+    fails rather than the kernel (RunnerError), boot is ERROR and "error"
+    says why, with no other cell reached."""
     spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:
         raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
@@ -349,11 +377,20 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
     guest_accel = choose_accel(prog)
     boot_fn = run_guest if runner in (None, "qemu") else runners.boot_function(
-        runner, lava.identity(test, guesttests.test_key(test), kit_key(), flavour), test)
+        runner, lava.identity(test, guesttests.test_key(test), kit_key(), flavour,
+                              qemu=tool_versions()["qemu"]), test)
     try:
         boot = boot_fn(image, spec.script, [disk], timeout=timeout, prog=prog,
                        log=log + ".console", label=label, append=BOOT_ARGS.get(flavour, ""),
                        cache=spec.cache, kvm=guest_accel == "kvm")
+    except RunnerError as exc:
+        # no verdict on the kernel: an error of the runner, with its reason
+        prog.say("%s: error of the runner %s, no verdict: %s" % (label, runner, exc))
+        if os.path.exists(disk):
+            os.unlink(disk)
+        return {"cells": dict(cells, boot=ERROR), "details": {"boot": str(exc)},
+                "results": [], "reports": [], "accel": guest_accel, "excuse": None,
+                "error": str(exc)}
     except BaseException:
         # an interrupted or failed boot is no run: its disk is no evidence
         with contextlib.suppress(OSError):
@@ -502,6 +539,8 @@ def finish_commit(cell, timeout, prog):
         row["accel"] = out["accel"]         # the accelerator its guest ran under
         if runner not in (None, "qemu"):
             row["runner"] = runner          # what booted it, if not the kit's QEMU
+        if out.get("error"):
+            row["error"] = out["error"]     # the runner failed: no verdict (run_test())
         excuse = out.get("excuse")
     row["seconds"] = round(cell["spent"] + time.monotonic() - t0, 1)
     row["passed"] = cells_pass(row["cells"])

@@ -1,0 +1,165 @@
+"""`tools/fork frag`: several boots per revision, the order rotating, and a
+record (records/frag/<id>.json) that names what ran and that BENCHMARKS.md
+renders."""
+
+import json
+import types
+
+import pytest
+
+from conftest import ROOT
+from forkkit import cli
+from forkkit.publish import docs
+from forkkit.verbs import frag as cmd_frag
+from forkkit.verify import frag as fraglib
+
+
+def test_rep_order_rotates():
+    revs = ["a", "b", "c"]
+    assert [fraglib.rep_order(revs, r) for r in (1, 2, 3, 4)] == [
+        ["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
+def test_kinds_follow_the_directories_of_the_guest_script():
+    files = {"/same1/f0": {"blocks": 64, "fragments": 2},
+             "/x1/f0": {"blocks": 64, "fragments": 3},
+             "/y1/f0": {"blocks": 64, "fragments": 5},
+             "/quad4/f1": {"blocks": 2048, "fragments": 9}}
+    k = fraglib.kinds(files)
+    assert k["2 tasks, separate directories"]["files"] == 2
+    assert k["2 tasks, separate directories"]["mean_fragments_per_file"] == 4
+    assert k["2 tasks, one directory"]["fragments"] == 2
+    assert k["4 tasks, one directory, 8x larger files"]["fragments"] == 9
+    # every top directory frag.sh makes has a kind of its own
+    script = (ROOT / "ci" / "guest" / "scripts" / "frag.sh").read_text()
+    for top in ("same", "x", "y", "quad"):
+        assert "/mnt/%s$r" % top in script
+        assert fraglib.kind("/%s2/f" % top) != top
+
+
+def test_revision_summary_is_mean_min_max_over_boots():
+    runs = [{"summary": {"mean_fragments_per_file": v, "mean_blocks_per_fragment": 10 * v},
+             "kinds": {"k": {"mean_fragments_per_file": v, "mean_blocks_per_fragment": 1}}}
+            for v in (2.0, 4.0, 3.0)]
+    s = fraglib.revision_summary(runs)
+    assert s["all"]["mean_fragments_per_file"] == [3.0, 2.0, 4.0]
+    assert s["all"]["mean_blocks_per_fragment"] == [30.0, 20.0, 40.0]
+    assert s["kinds"]["k"]["mean_blocks_per_fragment"] == [1.0, 1, 1]
+
+
+def fake_run(kit, monkeypatch, frags):
+    """frag's verb with builds, boots and debugfs replaced: revision r's
+    boot k (1, 2, ...) leaves one file of frags[r][k-1] fragments."""
+    order = []
+    booted = {}
+
+    def build(rev, **_):
+        return types.SimpleNamespace(commit="c0ffee" + rev * 34, tree="7" * 40,
+                                     image="/img/" + rev, image_sha256="5" * 64)
+
+    def run_guest(image, script, disks, **_):
+        rev = image.rsplit("/", 1)[1]
+        order.append(rev)
+        booted[rev] = booted.get(rev, 0) + 1
+        open(disks[0], "w").close()
+        return types.SimpleNamespace(ok=True)
+
+    def measure(img):
+        rev = order[-1]
+        n = frags[rev][booted[rev] - 1]
+        return {"/same1/f0": {"blocks": 100, "fragments": n}}
+
+    monkeypatch.setattr(cmd_frag, "build", build)
+    monkeypatch.setattr(cmd_frag, "run_guest", run_guest)
+    monkeypatch.setattr(cmd_frag.guesttests, "fsck", lambda *a, **k: None)
+    monkeypatch.setattr(cmd_frag.guesttests, "make_image",
+                        lambda path, *a, **k: open(path, "w").close() or path)
+    monkeypatch.setattr(cmd_frag.fraglib, "measure", measure)
+    monkeypatch.setattr(cmd_frag, "git", lambda args, **_: "subject of " + args[-1][-1])
+    return order
+
+
+def test_reps_rotate_and_the_record_names_what_ran(kit, monkeypatch, capsys):
+    order = fake_run(kit, monkeypatch, {"a": [2, 4, 3], "b": [5, 5, 8]})
+    assert cli.main(["frag", "a", "b", "--reps", "3", "--record"]) == 0
+    assert order == ["a", "b", "b", "a", "a", "b"]
+    recs = list((kit.repo / "records" / "frag").glob("*.json"))
+    assert len(recs) == 1
+    doc = json.loads(recs[0].read_text())
+    assert doc["command"] == "tools/fork frag a b --reps 3 --record"
+    assert doc["reps"] == 3 and doc["qemu"] is not None and "commit" in doc["kit"]
+    assert len(doc["script_sha256"]) == 64 and doc["image"]["block_size"] == 1024
+    a, b = doc["revisions"]
+    assert a["rev"] == "a" and a["image_sha256"] == "5" * 64 and a["commit"].startswith("c0ffee")
+    assert [r["summary"]["fragments"] for r in a["runs"]] == [2, 4, 3]
+    assert a["over_boots"]["all"]["mean_fragments_per_file"] == [3.0, 2, 4]
+    assert b["over_boots"]["all"]["mean_fragments_per_file"] == [6.0, 5, 8]
+    # BENCHMARKS.md's directive renders it: every revision, mean [min..max]
+    md = "\n".join(docs.d_frag(str(kit.repo), None, recs[0].stem))
+    assert "| 3 [2..4] |" in md and "| 6 [5..8] |" in md
+    assert "records/frag/%s.json" % recs[0].stem in md
+    assert "tools/fork frag a b --reps 3 --record" in md
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["frag", "a", "a"], "named twice"),
+    (["frag", "a", "b", "--reps", "0"], "--reps 0"),
+])
+def test_bad_input_is_one_line(kit, monkeypatch, capsys, argv, words):
+    fake_run(kit, monkeypatch, {"a": [1], "b": [1]})
+    assert cli.main(argv) != 0
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_lock_table_across_runs_puts_each_vcpu_count_side_by_side():
+    """BENCHMARKS.md's lock table at 2, 4 and 8 vCPUs (@@ bench-locks),
+    from the committed lockstat runs of the v3 series."""
+    runs = ["20261204-161755-lockstat-smp2", "20261204-162113-lockstat-smp4",
+            "20261204-162346-lockstat-smp8"]
+    lines = docs.d_bench_locks(str(ROOT), None, *runs)
+    assert lines[0].startswith("| workload | class | A 2 vCPUs | B 2 vCPUs | A 4 vCPUs")
+    row = next(l for l in lines if "s_rsv_window_lock" in l and l.startswith("| seed"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # A takes the filesystem-wide window lock on every seed op, B never
+    assert cells[2] != "-" and float(cells[2].split()[0]) > 0.5
+    assert all(c == "-" or c.startswith("0 (0)") for c in cells[3::2])
+    statfs = next(l for l in lines if "s_lock" in l and l.startswith("| statfs"))
+    assert float(statfs.split("|")[3].split()[0]) >= 1.0
+
+
+def test_lock_table_across_refuses_a_run_without_lockstat():
+    with pytest.raises(Exception) as e:
+        docs.d_bench_locks(str(ROOT), None, "20261204-154357-icount")
+    assert "--lockstat" in str(e.value)
+
+
+def test_kit_version_names_the_running_kit_not_the_project_repo(kit):
+    """bench and frag records name the kit that ran: this checkout, even
+    when $FORK_REPO (here the test's scratch repository) is another one."""
+    import subprocess
+    from forkkit.verify.bench import kit_version
+    mine = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    theirs = subprocess.run(["git", "-C", str(kit.repo), "rev-parse", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    assert theirs != mine
+    assert kit_version()["commit"] == mine
+
+
+def test_steps_summary_gives_each_commit_its_cost_per_workload():
+    """@@ bench-steps: one row per commit of the --each runs (no
+    whole-range row), statfs per filesystem size, and the lock classes whose
+    acquisitions per operation change."""
+    lines = docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount")
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[1:4] == ["statfs 128 groups", "statfs 1024 groups", "statfs 8192 groups"]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:]]
+    assert len(rows) == 3 and not any("whole range" in r[0] for r in rows)
+    statfs_8192 = float(rows[0][3].split("-")[0].split()[0])
+    assert statfs_8192 < 0.01
+    assert [r[-1] != "none" for r in rows] == [False, False, True]
+    assert "s_lock: 1 -> 3.61e-05" in rows[2][-1]
+    with pytest.raises(Exception) as e:
+        docs.d_bench_steps(str(ROOT), None, "20261204-154357-icount")
+    assert "--each" in str(e.value)
