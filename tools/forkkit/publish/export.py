@@ -297,7 +297,7 @@ def check_text(rows, flavour, test, allowed):
     cells = kernel.CELLS
     table = [["patch", "commit"] + cells]
     unchecked = []
-    for k, (commit, subject, row, _) in enumerate(rows, 1):
+    for k, (commit, subject, row, *_) in enumerate(rows, 1):
         if row is None:
             vals = ["not-checked"] + ["-"] * (len(cells) - 1)
             unchecked.append("%d/%d" % (k, len(rows)))
@@ -306,7 +306,7 @@ def check_text(rows, flavour, test, allowed):
         table.append(["%d/%d" % (k, len(rows)), commit[:12]] + vals)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     states = {row.get("details", {}).get("sparse", "not recorded")
-              for _, _, row, _ in rows if row is not None}
+              for _, _, row, *_ in rows if row is not None}
     sparse = "and sparse " if states == {"ran"} else ""
     lines = [
         "Each commit was checked (kernel config \"%s\", guest test \"%s\"):" % (flavour, test),
