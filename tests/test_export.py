@@ -584,6 +584,69 @@ def test_refuses_unchecked_commit_unless_allowed(ek, send_email):
     assert "WARNING: exported with --allow-unchecked: patch 2/3 has no passing" in text
 
 
+def record(ek, commit, guest_accel="tcg", runner="qemu", runs=(True,)):
+    """A record of `commit`'s tree in the check cache under `guest_accel` and
+    `runner`, with one run per entry of `runs` (passed or failed), as
+    kernel.record_run() leaves it."""
+    from forkkit.verify import kernel
+    tree = ek.rev(commit + "^{tree}")
+    row = None
+    for n, passed in enumerate(runs):
+        row = {"commit": commit, "tree": tree, "subject": "x", "flavour": "base",
+               "test": "smoke", "details": {}, "seconds": 42.0, "image_sha256": "5" * 64,
+               "cells": dict({k: "pass" for k in kernel.CELLS},
+                             **({} if passed else {"counts": "FAIL"})),
+               "log": "logs/check-%s-20260101-00000%d.log" % (commit[:12], n),
+               "accel": guest_accel, "runs": row["runs"] if row else []}
+        if runner != "qemu":
+            row["runner"] = runner
+        row["runs"].append(kernel.run_entry(row))
+        kernel.judge_runs(row)
+    with open(kernel.cache_path(tree, "base", "smoke", guest_accel, runner), "w") as fh:
+        json.dump(row, fh)
+    return kernel.cache_path(tree, "base", "smoke", guest_accel, runner)
+
+
+@pytest.mark.parametrize("where", [("kvm", "qemu"), ("tcg", "lava"), ("kvm", "lava-server")])
+def test_a_failure_under_another_accelerator_or_runner_blocks_the_export(ek, where):
+    """A commit passed under TCG, but a run of its tree failed under KVM or
+    through LAVA (or failed and then passed: flaky): it has no passing
+    check, and export names where it failed."""
+    from forkkit.publish import export
+    guest_accel, runner = where
+    record(ek, ek.ids[1], guest_accel, runner, runs=(False,))
+    record(ek, ek.ids[2], guest_accel, runner, runs=(False, True))
+    res = ek.fork("export")
+    assert res.rc == 1
+    name = guest_accel.upper() + ("" if runner == "qemu" else " through " + runner)
+    for k in (1, 2):
+        assert "%d/3 %s %s (its check failed under %s)" % (
+            k + 1, ek.ids[k][:12], SERIES[k][3], name) in res.err, res.err
+    assert "1/3 %s" % ek.ids[0][:12] not in res.err
+    assert_nothing_written(ek, 1)
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert [r[2] is not None for r in rows] == [True, False, False]
+
+
+def test_a_pass_recorded_only_under_kvm_or_lava_counts(ek):
+    """A commit whose only record is a pass under KVM, or through LAVA, has
+    a passing check; the row shown is the latest run's."""
+    from forkkit.publish import export
+    from forkkit.verify import kernel
+    for k, where in ((1, ("kvm", "qemu")), (2, ("tcg", "lava"))):
+        os.unlink(kernel.cache_path(ek.rev(ek.ids[k] + "^{tree}"), "base", "smoke"))
+        record(ek, ek.ids[k], *where)
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert [(r[2] or {}).get("accel") for r in rows] == [None, "kvm", "tcg"]
+    assert rows[2][2]["runner"] == "lava" and [r[3] for r in rows] == ["", "", ""]
+    record(ek, ek.ids[1], "kvm", "lava", runs=(True, True))       # a later run
+    assert export.check_rows(ek.ids, "base", "smoke")[1][2].get("runner") == "lava"
+    os.unlink(kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke", "kvm"))
+    os.unlink(kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke", "kvm",
+                                "lava"))
+    assert export.check_rows(ek.ids, "base", "smoke")[1][2:] == (None, "no check on record")
+
+
 def test_refuses_range_diff_without_previous_version(ek):
     cl = ek.repo / "mailing" / "changelog"
     cl.mkdir()

@@ -3,8 +3,10 @@
 
 import argparse
 import importlib
+import signal
 import sys
 
+from .core import interrupt
 from .core.errors import ForkError
 
 # verb -> module (tools/forkkit/verbs/<module>.py)
@@ -78,7 +80,8 @@ def main(argv):
             p.error("%s takes no command after --" % args.verb)
         args.rest = after
     try:
-        return args.func(args) or 0
+        with interrupt.terminate_as_interrupt():
+            return args.func(args) or 0
     except ForkError as exc:
         print("fork %s: error: %s" % (args.verb, exc), file=sys.stderr)
         return 1
@@ -91,6 +94,10 @@ def main(argv):
               % (args.verb, exc.strerror or exc, " (%s)" % where if where else ""),
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("fork %s: interrupted" % args.verb, file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM/SIGHUP (interrupt.Terminated): 128 + the signal
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print("fork %s: interrupted%s" % (args.verb, "" if signum == signal.SIGINT else
+                                          " (%s)" % signal.Signals(signum).name),
+              file=sys.stderr)
+        return 128 + signum

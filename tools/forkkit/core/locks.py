@@ -5,6 +5,7 @@ import os
 import sys
 import time
 
+from . import interrupt
 from .errors import ForkError
 from .paths import ensure_dir, wpath
 from .proc import cpu_count
@@ -221,6 +222,7 @@ class GuestSlots:
                 return self
             told = False
             while True:
+                interrupt.check()       # no slot for a guest of a run that stops
                 if any(self._take(i, False) for i in range(self.count)):
                     return self
                 if not told:

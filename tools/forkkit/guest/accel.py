@@ -79,6 +79,8 @@ def probe(kernel, boot, timeout=PROBE_TIMEOUT):
 
 
 ACCEL_CHOICES = ("tcg", "auto", "kvm")
+# what a guest ran under, as a record names it
+ACCELS = ("tcg", "kvm")
 
 
 def wanted():

@@ -61,6 +61,7 @@ import subprocess
 import time
 import uuid
 
+from ..core import interrupt
 from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
@@ -843,7 +844,9 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
                                     stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                proc.wait(timeout=timeout + MARGIN)
+                # stop_all() from the main thread ends it as a Ctrl-C here does
+                with interrupt.guest(lambda: _stop(proc)):
+                    proc.wait(timeout=timeout + MARGIN)
             except subprocess.TimeoutExpired:
                 killed = True
                 _stop(proc)

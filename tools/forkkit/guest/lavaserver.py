@@ -43,6 +43,7 @@ import time
 import urllib.error
 import urllib.request
 
+from ..core import interrupt
 from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
@@ -157,6 +158,7 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
     started = None
     unanswered = None
     while True:
+        interrupt.check()       # the process stops its guests: the caller cancels it
         now = time.monotonic()
         if now >= (started + run_seconds if started is not None and run_seconds is not None
                    else deadline):

@@ -9,10 +9,12 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import itertools
 import subprocess
 import time
 
+from ..core import interrupt
 from ..core.errors import ForkError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
@@ -180,6 +182,16 @@ def report_block(log, problem):
     return "\n".join(lines[start:end])
 
 
+def kill_group(proc):
+    """SIGKILL to the process group of `proc` (a guest started as the
+    leader of its own), unless it has been waited for."""
+    if proc.returncode is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=False, append="",
               log=None, prog=None, label="boot", extra_files=None, icount=False,
               cache="unsafe", follow=None, every_slot=False):
@@ -212,20 +224,24 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
                 follow.start()
             proc = None
             try:
+                # a process group of its own: a terminal's Ctrl-C reaches the
+                # kit, which ends QEMU (core/interrupt.py)
                 proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
-                                        stderr=subprocess.STDOUT)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                    error = "guest timed out after %ds (console log: %s); last lines:\n%s" % (
-                        timeout, log, tail(log, 8))
+                                        stderr=subprocess.STDOUT, process_group=0)
+                with interrupt.guest(lambda: kill_group(proc)):
+                    try:
+                        proc.wait(timeout=timeout)
+                    except subprocess.TimeoutExpired:
+                        kill_group(proc)
+                        proc.wait()
+                        error = "guest timed out after %ds (console log: %s); last " \
+                                "lines:\n%s" % (timeout, log, tail(log, 8))
             except BaseException:
-                # Ctrl-C or an error while the guest runs: no QEMU outlives
-                # the slot it was given
+                # Ctrl-C, a stop of every guest (interrupt.Stopped) or an
+                # error while the guest runs: no QEMU outlives the slot it
+                # was given
                 if proc is not None and proc.poll() is None:
-                    proc.kill()
+                    kill_group(proc)
                     proc.wait()
                 raise
             finally:

@@ -26,6 +26,7 @@ from ..repo.maintainers import address, yielded
 from ..repo.patchfile import mailinfo, patch_id_of_commit, patch_id_of_file
 from ..repo.series import fork_command, read_kv
 from ..verify import kernel
+from ..verify.checkrecords import LOG_TIME
 from ..verify.checkpatch import run_checkpatch_pl
 
 PLACEHOLDERS = ["summary", "check_table", "bench", "changelog", "range_diff", "base"]
@@ -220,21 +221,50 @@ def base_info(series, base):
     return info
 
 
+def record_passes(row):
+    """A record of the check cache passes on its own runs (its "passed",
+    kernel.judge_runs()'s verdict: a failed run and a later pass are flaky,
+    no pass, unless the base shows every report that failed them) and its
+    latest run passed every cell."""
+    cells = row.get("cells", {})
+    return bool(row.get("passed", bool(cells)) and cells
+                and all(v in ("pass", "n/a") for v in cells.values()))
+
+
+def record_name(guest_accel, runner):
+    return guest_accel.upper() + ("" if runner in (None, "qemu") else " through " + runner)
+
+
+def latest_run(row):
+    """When `row`'s latest run ran: its log's date and time (check-<commit12>-
+    <YYYYMMDD-HHMMSS>.log), "" when it names none."""
+    m = LOG_TIME.search(os.path.basename(kernel.runs_of(row)[-1].get("log") or ""))
+    return m.group(1) if m else ""
+
+
 def check_rows(commits, flavour, test):
-    """[(commit, subject, row-or-None)] from the check cache."""
+    """[(commit, subject, row-or-None, why)] from the check cache.  A commit
+    is judged on every run of its tree under this flavour and test, in the
+    records of every accelerator and runner (kernel.records_of(): TCG and
+    KVM, the kit's QEMU and LAVA's), as verify/checkrecords.py judges the
+    committed tables on all runs of a tree: a record that does not pass
+    (record_passes()) leaves the commit without a passing check whatever
+    the others say, and a pass on record under any of them counts.  `row`
+    is the passing record whose latest run is the newest; `why` says, for
+    None, what is missing."""
     if test not in guesttests.TESTS:
         raise ForkError("unknown guest test %r: one of %s" % (test, ", ".join(guesttests.TESTS)))
     rows = []
     for commit in commits:
         tree = git(["rev-parse", commit + "^{tree}"])
-        row = kernel.cached(tree, flavour, test)
-        if row is not None:
-            cells = row.get("cells", {})
-            ok = row.get("passed", bool(cells)) and cells and \
-                all(v in ("pass", "n/a") for v in cells.values())
-            if not ok:
-                row = None
-        rows.append((commit, git(["log", "-1", "--format=%s", commit]), row))
+        records = kernel.records_of(tree, flavour, test)
+        failed = [record_name(a, r) for a, r, row in records if not record_passes(row)]
+        row, why = None, "no check on record"
+        if failed:
+            why = "its check failed under %s" % ", ".join(failed)
+        elif records:
+            row, why = max((row for _, _, row in records), key=latest_run), ""
+        rows.append((commit, git(["log", "-1", "--format=%s", commit]), row, why))
     return rows
 
 
@@ -267,7 +297,7 @@ def check_text(rows, flavour, test, allowed):
     cells = kernel.CELLS
     table = [["patch", "commit"] + cells]
     unchecked = []
-    for k, (commit, subject, row) in enumerate(rows, 1):
+    for k, (commit, subject, row, *_) in enumerate(rows, 1):
         if row is None:
             vals = ["not-checked"] + ["-"] * (len(cells) - 1)
             unchecked.append("%d/%d" % (k, len(rows)))
@@ -276,7 +306,7 @@ def check_text(rows, flavour, test, allowed):
         table.append(["%d/%d" % (k, len(rows)), commit[:12]] + vals)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     states = {row.get("details", {}).get("sparse", "not recorded")
-              for _, _, row in rows if row is not None}
+              for _, _, row, *_ in rows if row is not None}
     sparse = "and sparse " if states == {"ran"} else ""
     lines = [
         "Each commit was checked (kernel config \"%s\", guest test \"%s\"):" % (flavour, test),

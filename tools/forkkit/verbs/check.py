@@ -50,7 +50,10 @@ still built one at a time, in order, but the boots of built commits run
 side by side, up to one per slot, while the next commits build; the table
 and the records are those of a run commit after commit.  For a sanitizer
 flavour the base's boot ends before the others are judged (its reports
-are their evidence).
+are their evidence).  A Ctrl-C (or SIGTERM, SIGHUP) ends every guest that
+runs, side by side or not, and gives back its slot: a cell that did not
+finish records no run and leaves no disk, the records written before
+stay, and the check exits 130 (128 + the signal) in one line.
 
 Prints a table and exits non-zero if any cell failed.  Every run that
 booted the image, pass or fail, is kept on record (the cache) by the

@@ -33,7 +33,11 @@ changes, by patch id; every other kernel its base's or a commit's tree).
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
 what ``patches/`` records, every commit has a cached passing check (or
-``--allow-unchecked``, which the cover letter then says), every mail has the
+``--allow-unchecked``, which the cover letter then says): the commit is
+judged on every run of its tree on record, under each accelerator (TCG,
+KVM) and runner (the kit's QEMU, ``lava``, ``lava-server``), so a failure
+recorded under any of them blocks it and a pass recorded under any of them
+counts; every mail has the
 sign-off, ``checkpatch.pl --strict`` (the base tree's) passes on every
 patch, the files ``git am`` onto a fresh checkout of the distro commit and
 give the very trees (and authors) of the series commits, ``git send-email``
@@ -175,14 +179,15 @@ def export(args, out=print):
         recorded_base(prev)
 
     rows = check_rows(commits, args.config, args.test)
-    unchecked = [(k, c, s) for k, (c, s, r) in enumerate(rows, 1) if r is None]
+    unchecked = [(k, c, s, why) for k, (c, s, r, why) in enumerate(rows, 1) if r is None]
     if unchecked and not args.allow_unchecked:
         raise ForkError("no cached passing `tools/fork check` (config %s, test %s) for:\n%s\n"
-                        "Run `%s` (it checks every commit and caches passes), or "
-                        "export anyway with --allow-unchecked (the cover letter then says so)"
+                        "Run `%s` (it checks every commit and caches passes; a failure stays "
+                        "on record), or export anyway with --allow-unchecked (the cover letter "
+                        "then says so)"
                         % (args.config, args.test,
-                           "\n".join("  %d/%d %s %s" % (k, len(rows), c[:12], s)
-                                     for k, c, s in unchecked),
+                           "\n".join("  %d/%d %s %s (%s)" % (k, len(rows), c[:12], s, why)
+                                     for k, c, s, why in unchecked),
                            fork_command("check", series, "--config", args.config,
                                         "--test", args.test)))
     prog.say("v%d of %s: %d patches on %s %s (%s), checks: %d cached, %d unchecked"

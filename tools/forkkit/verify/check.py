@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from ..build import kbuild
 from ..build.kconfig import SANITIZERS
 from ..build.make import check_deps
+from ..core import interrupt
 from ..core.errors import ForkError
 from ..core.locks import Lock, guest_slot_count
 from ..core.paths import ensure_dir, wpath
@@ -184,9 +185,16 @@ class SideBySide:
     def rows(self):
         """Every row so far, in order, once its boot has ended; the first
         error of a boot, in commit order, is raised once all have ended."""
-        self.items = [self.pool.submit(i[1]) if isinstance(i, tuple) and i[0] == "boot" else i
-                      for i in self.items]
-        wait([i for i in self.items if isinstance(i, Future)])
+        try:
+            self.items = [self.pool.submit(i[1]) if isinstance(i, tuple) and i[0] == "boot"
+                          else i for i in self.items]
+            wait([i for i in self.items if isinstance(i, Future)])
+        except KeyboardInterrupt:
+            # Ctrl-C reaches this thread only: the boots' threads end their
+            # guests, record nothing and raise (core/interrupt.py)
+            with interrupt.stopping():
+                self.close()
+            raise
         self.items = [i.result() if isinstance(i, Future) else i for i in self.items]
         self.items = [i[1]() if isinstance(i, tuple) else i for i in self.items]
         return list(self.items)

@@ -14,6 +14,7 @@ import time
 import uuid
 
 from ..build.kbuild import build, kernels_dir
+from ..core import interrupt
 from ..core.errors import ForkError
 from ..core.locks import DirLock, guest_slot_count
 from ..core.paths import check_output_path, ensure_dir, new_log, repo_root, wpath
@@ -218,7 +219,7 @@ def run_fstests(args):
                     raise ForkError("the %s guest ran no test: %s" % (
                         side, "; ".join(str(i["error"]) for i in infos)))
     finally:
-        later.join()
+        later.wait()
     # every boot that gave these kernels' results, earlier runs included;
     # its e2fsck and reports count for the side its kernel has in this run
     # (a store is per kernel image, and serves other runs too)
@@ -291,6 +292,7 @@ class Background(threading.Thread):
     def __init__(self, fn):
         super().__init__(daemon=True)
         self.fn, self.value, self.exc = fn, None, None
+        self.ended = threading.Event()
         self.start()
 
     def run(self):
@@ -298,9 +300,18 @@ class Background(threading.Thread):
             self.value = self.fn()
         except BaseException as exc:    # re-raised in the caller's thread
             self.exc = exc
+        finally:
+            self.ended.set()
+
+    def wait(self):
+        """Until fn() has ended.  Not join(): a join() that a Ctrl-C
+        interrupts marks the thread as ended while it runs on (Python
+        3.11's Thread._wait_for_tstate_lock()), and every later join()
+        returns at once."""
+        self.ended.wait()
 
     def result(self):
-        self.join()
+        self.wait()
         if self.exc is not None:
             raise self.exc
         return self.value
@@ -413,11 +424,14 @@ def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdi
     workers = [Background(lambda i=i, s=s: one(i, s)) for i, s in enumerate(shards)]
     try:
         for w in workers:
-            w.join()
+            w.wait()
     except BaseException:
-        prog.say("%s: interrupted: waiting for the guests of the shards to end" % side)
-        for w in workers:
-            w.join()
+        # Ctrl-C reaches this thread only: the shards' threads end their
+        # guests, add no boot and raise (core/interrupt.py)
+        prog.say("%s: interrupted: stopping the guests of the shards" % side)
+        with interrupt.stopping():
+            for w in workers:
+                w.wait()
         raise
     infos = [w.value for w in workers if w.exc is None]
     failed = next((w.exc for w in workers if w.exc is not None), None)

@@ -168,6 +168,15 @@ def cached(tree, flavour, test, guest_accel="tcg", runner="qemu"):
     return row if row and completed(runs_of(row)) else None
 
 
+def records_of(tree, flavour, test):
+    """[(accel, runner, row)]: the record of this cell (cached()) under each
+    accelerator and runner that has one (TCG, KVM; the kit's QEMU, lava,
+    lava-server), whose verdicts never answer for each other's requests:
+    what judges the tree on every run it had (export)."""
+    return [(a, r, row) for a in accel.ACCELS for r in runners.RUNNERS
+            for row in [cached(tree, flavour, test, a, r)] if row is not None]
+
+
 def row_accel(row):
     """The accelerator a row or run was produced under: a record that names
     none is TCG's (the kit's only one before)."""
@@ -386,6 +395,11 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         return {"cells": dict(cells, boot=ERROR), "details": details,
                 "results": [], "reports": [], "accel": guest_accel, "excuse": None,
                 "error": str(exc)}
+    except BaseException:
+        # an interrupted or failed boot is no run: its disk is no evidence
+        with contextlib.suppress(OSError):
+            os.unlink(disk)
+        raise
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
