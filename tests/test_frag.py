@@ -75,6 +75,8 @@ def fake_run(kit, monkeypatch, frags):
     monkeypatch.setattr(cmd_frag.guesttests, "make_image",
                         lambda path, *a, **k: open(path, "w").close() or path)
     monkeypatch.setattr(cmd_frag.fraglib, "measure", measure)
+    monkeypatch.setattr(cmd_frag.fraglib, "layout", lambda img: {"Block size": "1024"})
+    monkeypatch.setattr(cmd_frag, "base_archive", lambda: "/x/base-0123456789abcdef.cpio")
     monkeypatch.setattr(cmd_frag, "git", lambda args, **_: "subject of " + args[-1][-1])
     return order
 
@@ -89,6 +91,11 @@ def test_reps_rotate_and_the_record_names_what_ran(kit, monkeypatch, capsys):
     assert doc["command"] == "tools/fork frag a b --reps 3 --record"
     assert doc["reps"] == 3 and doc["qemu"] is not None and "commit" in doc["kit"]
     assert len(doc["script_sha256"]) == 64 and doc["image"]["block_size"] == 1024
+    # everything that made the figures: the guest's programs by the initramfs
+    # key, the kit's code key, QEMU and e2fsprogs, the image's layout
+    assert doc["initramfs"] == "base-0123456789abcdef.cpio"
+    assert doc["kit"]["key"] and set(doc["tools"]) == {"qemu", "e2fsprogs"}
+    assert doc["image"]["superblock"] == {"Block size": "1024"}
     a, b = doc["revisions"]
     assert a["rev"] == "a" and a["image_sha256"] == "5" * 64 and a["commit"].startswith("c0ffee")
     assert [r["summary"]["fragments"] for r in a["runs"]] == [2, 4, 3]

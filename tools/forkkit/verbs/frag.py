@@ -32,10 +32,12 @@ from ..core.proc import run
 from ..core.progress import Progress
 from ..core.records import write_json
 from ..guest import guesttests
+from ..guest.initramfs import base_archive
 from ..guest.qemu import failure_message, run_guest
 from ..repo.git import git
 from ..repo.series import default_revs
 from ..verify import frag as fraglib
+from ..verify import kernel
 from ..verify.bench import kit_version, qemu_version
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
@@ -78,11 +80,15 @@ def main(args):
     script = fraglib.script()
     run_id = time.strftime("%Y%m%d-%H%M%S")
     runs = {rev: [] for rev in revs}
+    layout = None
+
+    def fresh_image():
+        return guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
+                                     fraglib.IMAGE_SIZE, fraglib.IMAGE_BLOCK_SIZE)
     for rep in range(1, args.reps + 1):
         for rev in fraglib.rep_order(revs, rep):
             res = builds[rev]
-            img = guesttests.make_image(guesttests.image_path("frag-%d" % os.getpid()),
-                                        fraglib.IMAGE_SIZE, fraglib.IMAGE_BLOCK_SIZE)
+            img = fresh_image()
             prog.say("repetition %d of %d: %s" % (rep, args.reps, rev))
             boot = run_guest(res.image, script, [img], timeout=900, prog=prog, label="frag")
             if not boot.ok:
@@ -92,6 +98,8 @@ def main(args):
                 raise ForkError("e2fsck after the frag workload on %s: %s" % (rev, err))
             files = fraglib.measure(img)
             os.unlink(img)
+            if layout is None:
+                layout = fraglib.layout(fresh_image())
             runs[rev].append({"rep": rep, "files": files, "summary": fraglib.summary(files),
                               "kinds": fraglib.kinds(files)})
     print("%-20s %6s %10s %14s %16s" % ("revision", "files", "fragments", "frags/file",
@@ -104,11 +112,15 @@ def main(args):
                                                     s["mean_blocks_per_fragment"]))
     doc = {
         "id": run_id, "command": as_run(args, revs), "reps": args.reps,
-        "kit": kit_version(), "qemu": qemu_version(),
+        "kit": dict(kit_version(), key=kernel.kit_key()), "qemu": qemu_version(),
+        "tools": kernel.tool_versions(),
         "guest": "QEMU TCG (multi-threaded), 2 vCPUs, 2048 MiB",
         "script_sha256": fraglib.sha256_text(script),
+        # the guest's programs (seedload), init and busybox, by the key of
+        # the archive they were booted from
+        "initramfs": os.path.basename(base_archive()),
         "image": {"size": fraglib.IMAGE_SIZE, "block_size": fraglib.IMAGE_BLOCK_SIZE,
-                  "mke2fs": mke2fs_version()},
+                  "mke2fs": mke2fs_version(), "superblock": layout},
         "revisions": [{"rev": rev, "commit": builds[rev].commit, "tree": builds[rev].tree,
                        "subject": git(["log", "-1", "--format=%s", builds[rev].commit]),
                        "image_sha256": builds[rev].image_sha256, "flavour": "base",

@@ -115,8 +115,14 @@ def markdown(doc):
               "(mke2fs %s), %s" % (doc["reps"], doc["image"]["size"],
                                    doc["image"]["block_size"], doc["image"]["mke2fs"],
                                    doc["guest"]),
-              "- guest script: ci/guest/scripts/%s, sha256 %s; kit %s"
-              % (SCRIPT_FILE, doc["script_sha256"][:12], doc["kit"]["commit"][:12]),
+              "- guest script: ci/guest/scripts/%s, sha256 %s; initramfs %s; kit %s%s; %s"
+              % (SCRIPT_FILE, doc["script_sha256"][:12], doc.get("initramfs", "not recorded"),
+                 (doc["kit"].get("commit") or "unknown")[:12],
+                 " with uncommitted changes" if doc["kit"].get("dirty") else "",
+                 doc.get("qemu") or "QEMU version not recorded"),
+              "- image layout (dumpe2fs -h): %s" % ("; ".join(
+                  "%s %s" % kv for kv in sorted((doc["image"].get("superblock") or {}).items()))
+                  or "not recorded"),
               "- a fragment is a maximal run of consecutive blocks of a file "
               "(debugfs `blocks`); indirect blocks sit among the data, so even a "
               "perfectly placed file has a few; lower fragments per file is better; each cell: fragments per file, mean [min..max] over "
@@ -138,6 +144,23 @@ def table(doc):
             for r in doc["revisions"]]
     return md_table(["commit", "subject", "all %d files" % doc["revisions"][0]["runs"][0][
         "summary"]["files"]] + kinds_, rows)
+
+
+LAYOUT_FIELDS = ("Filesystem features", "Block size", "Block count", "Inode count",
+                 "Blocks per group", "Inodes per group", "Inode size", "Reserved block count")
+
+
+def layout(image):
+    """What the fresh image's layout is made of (dumpe2fs -h): the fields
+    the allocator's choices depend on, beside mke2fs's version, since
+    /etc/mke2fs.conf may differ between machines."""
+    out = run(["dumpe2fs", "-h", image]).stdout
+    fields = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in LAYOUT_FIELDS:
+            fields[key.strip()] = " ".join(value.split())
+    return fields
 
 
 def sha256_text(text):
