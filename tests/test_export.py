@@ -869,7 +869,10 @@ def test_a_letter_naming_a_run_of_other_changes_is_refused(ek):
     other = ek.git("rev-list", "--reverse", "other~%d..other" % (len(ek.ids) + 1),
                    cwd=scratch).split()
     each_record(ek, "20260102-000000-each", other)
-    cmd_export.check_measured(str(tmpl), base, ek.ids)
+    notes = cmd_export.check_measured(str(tmpl), base, ek.ids)
+    # taken, but the letter says they were measured on other trees
+    assert len(notes) == len(ek.ids)
+    assert all("measured on other trees" in n for n in notes)
     # a run whose first step is the unrelated commit
     each_record(ek, "20260102-000000-each", [base] + other)
     with pytest.raises(ForkError, match="not in the series being exported"):
@@ -896,8 +899,43 @@ def test_a_run_this_tree_cannot_check_is_a_note_not_a_pass(ek):
     for k, c in zip(("K1", "K2"), ek.ids[1:]):
         doc["kernels"][k]["patch_id"] = patch_id_of_commit(c)
     rec.write_text(json.dumps(doc))
+    notes = cmd_export.check_measured(str(tmpl), base, ek.ids)
+    assert len(notes) == 2 and all("could not be checked here" in n for n in notes)
+    # with the trees recorded too, and the series' own: checked, no note
+    for k, c in zip(("K0", "K1", "K2"), ek.ids):
+        doc["kernels"][k]["tree"] = ek.rev(c + "^{tree}")
+    rec.write_text(json.dumps(doc))
     assert cmd_export.check_measured(str(tmpl), base, ek.ids) == []
+    doc["kernels"]["K2"]["tree"] = "9" * 40
     doc["kernels"]["K2"]["patch_id"] = "0" * 40
     rec.write_text(json.dumps(doc))
     with pytest.raises(ForkError, match="not in the series being exported"):
         cmd_export.check_measured(str(tmpl), base, ek.ids)
+
+
+def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(ek):
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    d = ek.repo / "records" / "bench"
+    d.mkdir(parents=True, exist_ok=True)
+
+    def ab(a, b):
+        (d / "20260104-000000.json").write_text(json.dumps(
+            {"run": {"id": "20260104-000000"}, "samples": [],
+             "kernels": {"A": {"commit": a}, "B": {"commit": b},
+                         "A-lockstat": {"commit": a}, "B-lockstat": {"commit": b}}}))
+
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ bench-locks 20260104-000000\n")
+    ab(base, ek.ids[-1])
+    assert cmd_export.check_measured(str(tmpl), base, ek.ids) == []
+    for a, b in ((ek.ids[-1], base), (base, ek.ids[0]), (base, base)):
+        ab(a, b)
+        with pytest.raises(ForkError, match="not in the series being exported"):
+            cmd_export.check_measured(str(tmpl), base, ek.ids)
+    # a line that reads records but cannot be checked is refused in a letter
+    tmpl.write_text("subject\n{summary}\n@@ include README.md\n")
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    with pytest.raises(ForkError, match="cannot be checked"):
+        cmd_export.render_template(str(tmpl), values)

@@ -161,7 +161,9 @@ def test_steps_summary_gives_each_commit_its_cost_per_workload():
     lines = docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount")
     head = [c.strip() for c in lines[0].strip("|").split("|")]
     assert head[1:4] == ["statfs 128 groups", "statfs 1024 groups", "statfs 8192 groups"]
-    rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:]]
+    rows = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:] if l.startswith("|")]
+    assert lines[-1] == ("Runs 20261206-184948: icount mode, 2 vCPUs, TCG, 3 repetitions "
+                         "with the A/A control.")
     assert len(rows) == 3 and not any("whole range" in r[0] for r in rows)
     statfs_8192 = float(rows[0][3].split("-")[0].split()[0])
     assert statfs_8192 < 0.01
@@ -180,3 +182,31 @@ def test_frag_table_is_one_row_per_revision(kit, monkeypatch):
     assert lines[0] == "| commit | subject | all 1 files | 2 tasks, one directory |"
     assert lines[2].endswith("| 3 [2..4] | 3 [2..4] |")
     assert lines[3].endswith("| 6 [6..6] | 6 [6..6] |") and len(lines) == 4
+
+
+def test_summaries_refuse_mixed_runs_and_say_what_was_not_measured(tmp_path):
+    """One bench-steps table holds one setting; one bench-locks table one
+    A and one B; a step without lock statistics says "not measured", a
+    one-repetition step has no interval instead of a traceback."""
+    from forkkit.verify import benchlib
+    doc = json.loads((ROOT / "records" / "bench" / "20261206-184948-each-icount.json")
+                     .read_text())
+    other = json.loads(json.dumps(doc))
+    other["run"]["smp"] = 4
+    with pytest.raises(Exception, match="one setting"):
+        benchlib.steps_summary([doc, other])
+    bare = json.loads(json.dumps(doc))
+    for st in bare["steps"]:
+        st.pop("locks", None)
+        for r in st["stats"]:
+            r["ratio_lo"] = r["ratio_hi"] = None
+    row = benchlib.steps_summary([bare])[2]
+    assert row.endswith("| not measured |") and "[no interval]" in row
+    a = json.loads((ROOT / "records" / "bench" / "20261204-161755-lockstat-smp2.json")
+                   .read_text())
+    b = json.loads(json.dumps(a))
+    b["kernels"]["B"]["commit"] = "f" * 40
+    with pytest.raises(Exception, match="one A with one B"):
+        benchlib.lock_table_across([a, b])
+    with pytest.raises(Exception, match="not an A/B run"):
+        benchlib.lock_table_across([doc])

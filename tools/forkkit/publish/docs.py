@@ -353,26 +353,28 @@ def render_lines(root, lines, name, ctx=None):
 def measured_changes(root, directive, args):
     """What the bench or frag runs a directive line names measured, for a
     caller that must check it is what it publishes: for each commit of an
-    --each run, {"step": commit, "parent": its parent, "patch_id": the
-    change's patch id if the record has it}; for each kernel of an A/B
-    bench run or a frag run, {"tree": its commit, "id": its tree id if the
-    record has it}."""
+    --each run {"step": commit, "parent": its parent, "patch_id", "tree",
+    "parent_tree"} (each None when the record lacks it); for each kernel of
+    an A/B bench run {"tree": commit, "id": tree id or None, "role": "A" or
+    "B"}; for each revision of a frag run the same with role "frag"."""
     out = []
-    if directive in ("bench", "bench-locks", "bench-steps"):
-        for run in (args[:1] if directive == "bench" else args):
+    if directive in ("bench", "bench-facts", "bench-locks", "bench-steps"):
+        for run in (args[:1] if directive in ("bench", "bench-facts") else args):
             doc = _bench_doc(root, run)
+            kernels = doc["kernels"]
             if doc.get("steps") is not None:
                 for st in doc["steps"]:
                     if not st["whole"]:
-                        kb = doc["kernels"][st["b"]]
-                        out.append({"step": st["commit"],
-                                    "parent": doc["kernels"][st["a"]]["commit"],
-                                    "patch_id": kb.get("patch_id")})
+                        ka, kb = kernels[st["a"]], kernels[st["b"]]
+                        out.append({"step": st["commit"], "parent": ka["commit"],
+                                    "patch_id": kb.get("patch_id"), "tree": kb.get("tree"),
+                                    "parent_tree": ka.get("tree")})
             else:
-                out += [{"tree": k["commit"], "id": k.get("tree")}
-                        for k in doc["kernels"].values() if k.get("commit")]
+                out += [{"tree": k["commit"], "id": k.get("tree"), "role": label.split("-")[0]}
+                        for label, k in sorted(kernels.items())
+                        if k.get("commit") and label.split("-")[0] in ("A", "B")]
     elif directive in ("frag", "frag-table"):
-        out += [{"tree": r["commit"], "id": r.get("tree")} for r in
+        out += [{"tree": r["commit"], "id": r.get("tree"), "role": "frag"} for r in
                 _json(root, "records/frag/%s.json" % args[0])["revisions"]]
     return out
 

@@ -432,7 +432,8 @@ def changelog_text(n, path, prev_msgid):
     return out
 
 
-BENCH_DIRECTIVES = ("bench", "bench-locks", "bench-steps", "frag", "frag-table")
+BENCH_DIRECTIVES = ("bench", "bench-facts", "bench-locks", "bench-steps", "frag",
+                    "frag-table")
 
 
 def bench_directives(path):
@@ -457,49 +458,68 @@ def uses_bench(path):
 
 
 def check_measured(path, base, commits):
-    """Every run the template's `@@` lines name measured this series: each
-    step of an --each run the very change one of `commits` makes (the same
-    patch id, on whatever tree it was applied to), each kernel of an A/B or
-    frag run the tree of `base` or of one of `commits`.  A run of other
-    changes (an earlier version, another series) is refused.  What cannot be
-    checked here, a record without the ids whose commits this kernel tree
-    lacks (a run made on another machine by an older kit), is returned as
-    notes for the cover letter, never taken as checked."""
+    """Every run the template's `@@` lines name measured this series.  Each
+    step of an --each run: the change of one of `commits` on the very trees
+    of the series (its parent's tree and its own); the same change (patch
+    id) on other trees is taken, with a note that says so (e.g. measured on
+    a fix applied below it); other changes are refused.  An A/B run: A the
+    base's tree and B the head's.  A frag run: trees of the base or of
+    `commits`.  What cannot be checked here (a record without ids whose
+    commits this kernel tree lacks) is a note, never taken as checked.
+    Returns the notes for the cover letter."""
     directives = bench_directives(path)
     if not directives:
         return []
-    trees = {git(["rev-parse", c + "^{tree}"]) for c in [base] + list(commits)}
+    tree_of = {c: git(["rev-parse", c + "^{tree}"]) for c in [base] + list(commits)}
+    trees = set(tree_of.values())
     changes = {patch_id_of_commit(c) for c in commits}
     notes = []
 
     def have(commit):
         return git_ok(["cat-file", "-e", commit + "^{commit}"])
 
+    def tree(commit, recorded):
+        return recorded or (git(["rev-parse", commit + "^{tree}"]) if have(commit) else None)
+
+    def refuse(line, what):
+        raise ForkError("%s: %s measured %s, which is not in the series being exported: "
+                        "name a run of this version (or measure it: see BENCHMARKS.md)"
+                        % (rel(path), line, what))
+
     for directive, args in directives:
         line = "`@@ %s %s`" % (directive, " ".join(args))
         for what in docs.measured_changes(repo_root(), directive, args):
             if "step" in what:
-                commit, name = what["step"], "the change of %s" % what["step"][:12]
-                pid = what.get("patch_id")
-                if pid is None and have(commit):
-                    if git(["rev-parse", commit + "^"]) != what["parent"]:
-                        raise ForkError("%s: %s names %s, whose parent is not the one it "
-                                        "was measured against" % (rel(path), line, name))
-                    pid = patch_id_of_commit(commit)
-                ok = None if pid is None else pid in changes
-            else:
-                commit, name = what["tree"], "the tree of %s" % what["tree"][:12]
-                tid = what.get("id") or (git(["rev-parse", commit + "^{tree}"])
-                                         if have(commit) else None)
-                ok = None if tid is None else tid in trees
-            if ok is False:
-                raise ForkError("%s: %s measured %s, which is not in the series being "
-                                "exported: name a run of this version (or measure it: see "
-                                "BENCHMARKS.md)" % (rel(path), line, name))
-            if ok is None:
-                notes.append("%s could not be checked against this series here (its "
-                             "record has no patch or tree id and this tree lacks commit %s)"
-                             % (name, commit[:12]))
+                commit = what["step"]
+                name = "the change of %s" % commit[:12]
+                t, pt = tree(commit, what["tree"]), tree(what["parent"], what["parent_tree"])
+                if t in trees and pt in trees and t != pt:
+                    continue
+                pid = what["patch_id"] or (patch_id_of_commit(commit) if have(commit) else None)
+                if pid is None:
+                    notes.append("%s could not be checked against this series here (its "
+                                 "record has no patch or tree id and this tree lacks commit "
+                                 "%s)" % (name, commit[:12]))
+                elif pid not in changes:
+                    refuse(line, name)
+                elif t is None or pt is None:
+                    notes.append("%s is one of this series' changes (by patch id); the trees "
+                                 "it was measured on could not be checked here" % name)
+                else:
+                    notes.append("%s is one of this series' changes (by patch id), measured "
+                                 "on other trees than this series' (its parent %s)"
+                                 % (name, what["parent"][:12]))
+                continue
+            commit, role = what["tree"], what["role"]
+            name = "the tree of %s" % commit[:12]
+            t = tree(commit, what["id"])
+            want = {"A": {tree_of[base]}, "B": {tree_of[commits[-1]]}}.get(role, trees)
+            if t is None:
+                notes.append("%s could not be checked against this series here (its record "
+                             "has no tree id and this tree lacks the commit)" % name)
+            elif t not in want:
+                refuse(line, "%s%s" % (name, {"A": " as A (the base)",
+                                               "B": " as B (the series head)"}.get(role, "")))
     return notes
 
 
@@ -515,6 +535,13 @@ def render_template(path, values, optional=()):
         lines.pop(0)
     if not lines:
         raise ForkError("%s is empty: its first line is the subject" % rel(path))
+    for line in lines[1:]:
+        words = line[2:].split() if line.startswith("@@") else []
+        if words and words[0] not in BENCH_DIRECTIVES:
+            raise ForkError("%s: `@@ %s` cannot be checked against the series a letter "
+                            "sends: a cover letter may use %s" % (
+                                rel(path), words[0], ", ".join("@@ " + d
+                                                               for d in BENCH_DIRECTIVES)))
     body_lines = docs.render_lines(repo_root(), lines[1:], rel(path))
     subject, body = lines[0].strip(), "\n".join(body_lines)
     found = set(re.findall(r"\{([a-z_]+)\}", subject + body))

@@ -99,6 +99,11 @@ def patch_id_of_file(patch):
 
 
 def patch_id_of_commit(commit):
-    diff = run(["git", "show", "--format=", commit], cwd=ktree()).stdout
+    """The patch id of the change `commit` makes to its parent.  The diff
+    comes from plumbing (diff-tree), which the user's diff.* settings
+    (noprefix, context, external drivers) do not change: the same commit
+    gives the same id on every machine, as format-patch's files do."""
+    diff = run(["git", "diff-tree", "-p", "--no-color", "--no-ext-diff", "--no-commit-id",
+                commit], cwd=ktree()).stdout
     out = run(["git", "patch-id", "--stable"], input=diff.encode(), cwd=ktree()).stdout
     return out.decode().split()[0] if out.strip() else None

@@ -452,31 +452,45 @@ def lock_table(doc):
 
 def lock_table_across(docs):
     """The ext2 lock acquisitions and contentions per operation of A and B
-    in several lockstat runs (e.g. the same two kernels at 2, 4 and 8
-    vCPUs), as the lines of one markdown table: a row per workload and
-    class, a column pair per run and kernel."""
-    runs = []
+    in several lockstat A/B runs of the same two kernels (e.g. at 2, 4 and
+    8 vCPUs), as the lines of one markdown table, a row per workload and
+    class and a column pair per run, and a line naming the kernels and
+    runs."""
+    runs, pair = [], None
     for doc in docs:
         meta = doc.get("run", {})
+        if doc.get("steps") is not None or "A" not in doc.get("kernels", {}):
+            raise ForkError("bench run %s is not an A/B run: @@ bench-locks compares A and B"
+                            % meta.get("id", "?"))
         if not doc.get("lockstat"):
             raise ForkError("bench run %s has no lock statistics (run it with --lockstat)"
                             % meta.get("id", "?"))
-        runs.append((meta.get("smp", 2), {(wl, name): per for wl, name, per in lock_table(doc)}))
+        ks = doc["kernels"]
+        this = tuple(ks[k].get("tree") or ks[k]["commit"] for k in ("A", "B"))
+        if pair is not None and this != pair:
+            raise ForkError("bench run %s measured other kernels than %s: one table compares "
+                            "one A with one B" % (meta.get("id", "?"), docs[0]["run"].get("id")))
+        pair = this
+        runs.append((meta.get("smp", 2), meta.get("id", "?"),
+                     {(wl, name): per for wl, name, per in lock_table(doc)}))
     keys = []
-    for _, table in runs:
+    for _, _, table in runs:
         keys += [k for k in table if k not in keys]
     keys.sort(key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else 99, k[1]))
     head = ["workload", "class"]
-    for smp, _ in runs:
+    for smp, _, _ in runs:
         head += ["A %d vCPUs" % smp, "B %d vCPUs" % smp]
     rows = []
     for wl, name in keys:
         row = [wl, name + (" **fs-wide**" if FS_WIDE_EXT2_RE.search(name) else "")]
-        for _, table in runs:
+        for _, _, table in runs:
             per = table.get((wl, name), {})
-            row += ["%.3g (%.3g)" % per[k] if k in per else "-" for k in ("A", "B")]
+            row += ["%.3g (%.3g)" % per[k] if k in per else "not measured" for k in ("A", "B")]
         rows.append(row)
-    return md_table(head, rows)
+    ks = docs[0]["kernels"]
+    return md_table(head, rows) + ["", "A = `%s` (%s), B = `%s` (%s); runs %s." % (
+        ks["A"]["commit"][:12], ks["A"].get("rev"), ks["B"]["commit"][:12], ks["B"].get("rev"),
+        ", ".join("%s (%d vCPUs)" % (rid, smp) for smp, rid, _ in runs))]
 
 
 def fs_wide_ext2(classes):
@@ -1038,15 +1052,24 @@ def _summary_column(r):
 
 
 def steps_summary(docs):
-    """One row per commit over several --each runs (the cost of a series,
-    patch by patch): per workload (statfs per filesystem size), the range
-    of the commit's B/A over the ext2 points and the range their 95%
-    intervals span; and the ext2 lock classes whose acquisitions per
-    operation change (parent -> commit).  The whole-range steps are left
-    out.  Lines of a markdown table."""
+    """One row per commit over several --each runs of one mode, vCPU count
+    and accelerator (the cost of a series, patch by patch): per workload
+    (statfs per filesystem size), the range of the commit's B/A over the
+    ext2 points and the range their 95% intervals span; and the ext2 lock
+    classes whose acquisitions per operation change (parent -> commit).
+    The whole-range steps are left out.  Lines of a markdown table and a
+    line naming the runs."""
+    setting = None
     for doc in docs:
+        meta = doc["run"]
         if doc.get("steps") is None:
-            raise ForkError("bench run %s is not an --each run" % doc["run"].get("id", "?"))
+            raise ForkError("bench run %s is not an --each run" % meta.get("id", "?"))
+        this = (meta.get("mode", "wall"), meta.get("smp", 2), meta.get("accel", "tcg"))
+        if setting is not None and this != setting:
+            raise ForkError("bench run %s ran %s, %d vCPUs, %s; %s ran %s, %d vCPUs, %s: one "
+                            "table holds runs of one setting" % ((meta.get("id"),) + this + (
+                                docs[0]["run"].get("id"),) + setting))
+        setting = this
     cols = []
     for wl in WORKLOADS:
         for d in docs:
@@ -1069,20 +1092,36 @@ def steps_summary(docs):
                     continue
                 lo = min(r["ratio"] for r in pts)
                 hi = max(r["ratio"] for r in pts)
-                ilo = min(r["ratio_lo"] for r in pts)
-                ihi = max(r["ratio_hi"] for r in pts)
                 rng = ("%.3g" % lo) if "%.3g" % lo == "%.3g" % hi else "%.3g-%.3g" % (lo, hi)
-                row.append("%s [%.3g..%.3g]" % (rng, ilo, ihi))
-            changes = []
-            for wl, name, per in st.get("locks") or []:
-                if "A" in per and "B" in per:
-                    a, b = per["A"][0], per["B"][0]
-                    if abs(a - b) > max(0.01, 0.01 * max(a, b)):
-                        changes.append("%s %s: %.3g -> %.3g" % (wl, name, a, b))
-            row.append("; ".join(changes) or "none")
+                ints = [r for r in pts if r.get("ratio_lo") is not None
+                        and r.get("ratio_hi") is not None]
+                if len(ints) == len(pts):
+                    rng += " [%.3g..%.3g]" % (min(r["ratio_lo"] for r in ints),
+                                               max(r["ratio_hi"] for r in ints))
+                else:
+                    rng += " [no interval]"
+                row.append(rng)
+            locks = st.get("locks")
+            if locks is None:
+                row.append("not measured")
+            else:
+                changes = []
+                for wl, name, per in locks:
+                    if "A" in per and "B" in per:
+                        a, b = per["A"][0], per["B"][0]
+                        if abs(a - b) > max(0.01, 0.01 * max(a, b)):
+                            changes.append("%s %s: %.3g -> %.3g" % (wl, name, a, b))
+                    else:
+                        changes.append("%s %s: not measured in both" % (wl, name))
+                row.append("; ".join(changes) or "none")
             rows.append(row)
+    mode, smp, accel = setting
     return md_table(["commit"] + cols + ["ext2 lock acquisitions per operation that change"],
-                    rows)
+                    rows) + ["", "Runs %s: %s mode, %d vCPUs, %s, %s." % (
+                        ", ".join(d["run"].get("id", "?") for d in docs), mode, smp,
+                        accel.upper(), ", ".join(sorted({"%d repetitions" % d["run"].get(
+                            "reps", 0) + (" with the A/A control" if d["run"].get("control")
+                                          else "") for d in docs})))]
 
 
 def steps_markdown(doc):
