@@ -737,7 +737,6 @@ def test_a_failure_in_a_committed_table_blocks_until_explained(ek, monkeypatch):
     the refusal names the table.  Explained in explained.json, it blocks
     no more; a later failure blocks again."""
     from forkkit.publish import export
-    from forkkit.verify import kernel
     undo = older(ek, "kit", monkeypatch)
     path = record(ek, ek.ids[2], runs=(True, False), day="20251231")
     undo()
@@ -764,18 +763,19 @@ def test_an_explained_failure_in_the_cache_does_not_block(ek):
     from forkkit.publish import export
     path = record(ek, ek.ids[1], runs=(False, True))
     assert export.check_rows(ek.ids, "base", "smoke")[1][2] is None
-    table = commit_table(ek, [path])
+    commit_table(ek, [path])
     explain(ek, *failed_logs(path))
     rows = export.check_rows(ek.ids, "base", "smoke")
     assert rows[1][3] == "" and rows[1][2]["cells"]["counts"] == "pass"
     assert rows[1][2]["explained"] == [os.path.relpath(failed_logs(path)[0], ek.work)]
-    # the failed run alone: explained, but no pass by this kit
-    path = record(ek, ek.ids[1], runs=(False,))
+    # a record of a failed run alone: explained, but no pass by this kit
+    first = failed_logs(path)
+    path = record(ek, ek.ids[1], runs=(False,), day="20260103")
     commit_table(ek, [path], "base-smoke-2.json")
-    explain(ek, *failed_logs(path))
+    assert export.check_rows(ek.ids, "base", "smoke")[1][3].startswith("its check failed")
+    explain(ek, *first + failed_logs(path))
     assert export.check_rows(ek.ids, "base", "smoke")[1][2:] == (
         None, "no verdict: its runs by this kit and tools are explained failures")
-    assert table
 
 
 def test_export_needs_a_pass_by_this_kit_and_ignores_errors_of_the_runner(ek, monkeypatch):
@@ -798,6 +798,14 @@ def test_export_needs_a_pass_by_this_kit_and_ignores_errors_of_the_runner(ek, mo
     assert [(r[2] is not None, r[3]) for r in (rows[0], rows[2])] == [(True, "")] * 2
     record(ek, ek.ids[1], runs=(True,))
     assert export.check_rows(ek.ids, "base", "smoke")[1][3] == ""
+    # no failed run, but today's record fails on the commit's own checkpatch
+    path = kernel.cache_path(ek.rev(ek.ids[0] + "^{tree}"), "base", "smoke")
+    row = json.load(open(path))
+    row["cells"]["checkpatch"], row["passed"] = "FAIL", False
+    with open(path, "w") as fh:
+        json.dump(row, fh)
+    assert export.check_rows(ek.ids, "base", "smoke")[0][2:] == (
+        None, "its check failed under TCG (checkpatch: FAIL)")
 
 
 def test_every_cache_file_of_a_cell_whatever_its_key(tmp_path, monkeypatch):

@@ -274,26 +274,26 @@ def judged_record(row, given):
 
 def failed_runs(cache, committed, given, excused):
     """[(run, its accelerator and runner by record_name(), where it is on
-    record)] of every failed run of `tree` that blocks its export: in the
+    record)] of every failed run of a tree that blocks its export: in the
     check cache under any key (`cache`: kernel.every_record_of()'s) and
     in the committed tables (`committed`: checkrecords.tree_runs()'s),
     each once, but an error of the runner (no verdict), a run that
     explained.json explains (`given`) and one the kit's known-report rule
     excused (a record's `flaky_excused`; `excused`: such runs' logs in the
     committed tables)."""
-    items = [(run, row, path) for path, _, _, row in cache for run in kernel.runs_of(row)]
-    items += [(run, row, f) for f, run, row in committed]
+    items = [(r, row, path) for path, _, _, row in cache for r in kernel.runs_of(row)]
+    items += [(r, row, f) for f, r, row in committed]
     out, seen = [], set()
-    for run, row, where in items:
-        log = workdir_relative(run.get("log") or "")
-        if run.get("error") or run.get("passed") or (log and log in seen):
+    for one, row, where in items:
+        log = workdir_relative(one.get("log") or "")
+        if one.get("error") or one.get("passed") or (log and log in seen):
             continue
         seen.add(log)
-        if _explanation(run, given) or row.get("flaky_excused") or log in excused:
+        if _explanation(one, given) or row.get("flaky_excused") or log in excused:
             continue
-        name = record_name(run.get("accel") or kernel.row_accel(row),
-                           run.get("runner") or row.get("runner"))
-        out.append((run, name, where + (" (%s)" % row["flaky"] if row.get("flaky") else "")))
+        name = record_name(one.get("accel") or kernel.row_accel(row),
+                           one.get("runner") or row.get("runner"))
+        out.append((one, name, where + (" (%s)" % row["flaky"] if row.get("flaky") else "")))
     return out
 
 
@@ -349,8 +349,12 @@ def check_rows(commits, flavour, test):
         elif passing:
             row = max(passing, key=latest_run)
         elif any(row is not None for _, _, row in current):
+            # no failed run: a cell of the record's own, such as checkpatch
             why = "its check failed under %s" % ", ".join(
-                record_name(a, r) for a, r, row in current if row is not None)
+                "%s (%s)" % (record_name(a, r), ", ".join(
+                    "%s: %s" % kv for kv in sorted(row["cells"].items())
+                    if kv[1] not in ("pass", "n/a")))
+                for a, r, row in current if row is not None)
         elif current:
             why = "no verdict: its runs by this kit and tools are explained failures"
         elif cache or committed:

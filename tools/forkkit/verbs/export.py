@@ -202,10 +202,11 @@ def export(args, out=print):
                                k, len(rows), c[:12], s, why.split("\n")[0],
                                "".join("\n      " + l for l in why.split("\n")[1:]))
                                for k, c, s, why in unchecked),
-                           "A failed run blocks until %s explains it, naming its log (the run "
-                           "must be in a table of records/checks/, `check --json`; "
-                           "records/README.md gives the form); a failure of the commit's own "
-                           "is fixed in the commit, and checked again.\n" % EXPLAINED if failed else "",
+                           ("A failed run blocks until %s explains it, naming its log (the "
+                            "run must be in a table of records/checks/, `check --json`; "
+                            "records/README.md gives the form); a failure of the commit's "
+                            "own is fixed in the commit, and checked again.\n" % EXPLAINED)
+                           if failed else "",
                            fork_command("check", series, "--config", args.config,
                                         "--test", args.test)))
     prog.say("v%d of %s: %d patches on %s %s (%s), checks: %d cached, %d unchecked"
