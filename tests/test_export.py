@@ -584,10 +584,14 @@ def test_refuses_unchecked_commit_unless_allowed(ek, send_email):
     assert "WARNING: exported with --allow-unchecked: patch 2/3 has no passing" in text
 
 
-def record(ek, commit, guest_accel="tcg", runner="qemu", runs=(True,)):
+def record(ek, commit, guest_accel="tcg", runner="qemu", runs=(True,), day="20260101",
+           known=None):
     """A record of `commit`'s tree in the check cache under `guest_accel` and
-    `runner`, with one run per entry of `runs` (passed or failed), as
-    kernel.record_run() leaves it."""
+    `runner` (and the cache key of the kit as the test has it now), with
+    one run per entry of `runs` (True passed, False failed, "error" an
+    error of the runner), each with its log in the work directory (dated
+    `day`), as kernel.record_run() leaves it; `known`: the base's evidence
+    (a failed run is excusable by {"sig": ...})."""
     from forkkit.verify import kernel
     tree = ek.rev(commit + "^{tree}")
     row = None
@@ -595,16 +599,64 @@ def record(ek, commit, guest_accel="tcg", runner="qemu", runs=(True,)):
         row = {"commit": commit, "tree": tree, "subject": "x", "flavour": "base",
                "test": "smoke", "details": {}, "seconds": 42.0, "image_sha256": "5" * 64,
                "cells": dict({k: "pass" for k in kernel.CELLS},
-                             **({} if passed else {"counts": "FAIL"})),
-               "log": "logs/check-%s-20260101-00000%d.log" % (commit[:12], n),
-               "accel": guest_accel, "runs": row["runs"] if row else []}
+                             **({} if passed is True else {"counts": "FAIL"}
+                                if passed is False else {"boot": kernel.ERROR,
+                                                         "test": "-", "e2fsck": "-",
+                                                         "counts": "-"})),
+               "log": str(ek.work / "logs" / ("check-%s-%s-00000%d.log"
+                                              % (commit[:12], day, n))),
+               "accel": guest_accel, "kit": kernel.kit_key(), "tools": {"qemu": "x"},
+               "runs": row["runs"] if row else []}
         if runner != "qemu":
             row["runner"] = runner
-        row["runs"].append(kernel.run_entry(row))
-        kernel.judge_runs(row)
-    with open(kernel.cache_path(tree, "base", "smoke", guest_accel, runner), "w") as fh:
+        if passed == "error":
+            row["error"] = "LAVA refused the job"
+        row["runs"].append(kernel.run_entry(row, ["sig"] if known and not passed else None))
+        kernel.judge_runs(row, known)
+    path = kernel.cache_path(tree, "base", "smoke", guest_accel, runner)
+    with open(path, "w") as fh:
         json.dump(row, fh)
-    return kernel.cache_path(tree, "base", "smoke", guest_accel, runner)
+    return path
+
+
+def commit_table(ek, paths, name="base-smoke.json"):
+    """The cache records at `paths` as a committed `check --json` table
+    (paths in the work directory made relative, as check writes them)."""
+    from forkkit.core.paths import workdir_relative
+    rows = [workdir_relative(json.load(open(p))) for p in paths]
+    d = ek.repo / "records" / "checks" / "9.9" / rows[-1]["commit"][:12]
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_text(json.dumps(rows, indent=1))
+    return "records/checks/9.9/%s/%s" % (rows[-1]["commit"][:12], name)
+
+
+def explain(ek, *logs):
+    """records/checks/explained.json explaining the runs of those logs."""
+    (ek.repo / "records" / "checks").mkdir(parents=True, exist_ok=True)
+    (ek.repo / "records" / "checks" / "explained.json").write_text(json.dumps(
+        [{"runs": [os.path.relpath(l, ek.work) if os.path.isabs(l) else l for l in logs],
+          "why": "The test asserted the wrong thing.", "see": "patches/series"}]))
+
+
+def failed_logs(path):
+    return [r["log"] for r in json.load(open(path))["runs"] if not r["passed"]]
+
+
+def older(ek, what, monkeypatch):
+    """Make the check cache's key that of another kit (`what` "kit"), QEMU
+    ("qemu") or ci/guest ("ci/guest") than the test's; returns the undo."""
+    from forkkit.verify import kernel
+    if what == "kit":
+        monkeypatch.setattr(kernel, "_KIT_KEY", "0ldk1t0ldk1t")
+        return lambda: monkeypatch.setattr(kernel, "_KIT_KEY", kernel._code_hash())
+    if what == "qemu":
+        real = kernel.tool_versions
+        monkeypatch.setattr(kernel, "tool_versions",
+                            lambda: dict(real(), qemu="QEMU emulator version 7.2.0"))
+        return lambda: monkeypatch.setattr(kernel, "tool_versions", real)
+    extra = ek.repo / "ci" / "guest" / "old-helper"
+    extra.write_text("#!/bin/sh\n")
+    return extra.unlink
 
 
 @pytest.mark.parametrize("where", [("kvm", "qemu"), ("tcg", "lava"), ("kvm", "lava-server")])
@@ -645,6 +697,135 @@ def test_a_pass_recorded_only_under_kvm_or_lava_counts(ek):
     os.unlink(kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke", "kvm",
                                 "lava"))
     assert export.check_rows(ek.ids, "base", "smoke")[1][2:] == (None, "no check on record")
+
+
+@pytest.mark.parametrize("what", ["kit", "qemu", "ci/guest"])
+def test_a_failure_under_an_older_kit_or_qemu_blocks(ek, what, monkeypatch):
+    """ids[1] failed under yesterday's kit, QEMU or ci/guest (another cache
+    key); today's kit checked it again and it passed: the failure still
+    blocks the export, and the refusal names the run, its record and how
+    to explain it."""
+    from forkkit.publish import export
+    from forkkit.verify import kernel
+    os.unlink(kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke"))
+    undo = older(ek, what, monkeypatch)
+    old = record(ek, ek.ids[1], runs=(False,), day="20251231")
+    undo()
+    assert old != kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke")
+    assert export.check_rows(ek.ids, "base", "smoke")[1][2] is None
+    record(ek, ek.ids[1], runs=(True,))
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert json.load(open(old))["passed"] is False
+    assert [r[2] is not None for r in rows] == [True, False, True]
+    log = "logs/check-%s-20251231-000000.log" % ek.ids[1][:12]
+    assert rows[1][3].split("\n") == [
+        "its check failed under TCG",
+        "failed run %s (TCG, kit %s): counts: FAIL; in %s"
+        % (log, json.load(open(old))["kit"], old)]
+    res = ek.fork("export")
+    assert res.rc == 1 and "Traceback" not in res.err
+    assert "2/3 %s %s (its check failed under TCG)\n      failed run %s" % (
+        ek.ids[1][:12], SERIES[1][3], log) in res.err, res.err
+    assert os.path.basename(old) in res.err
+    assert "records/checks/explained.json explains it, naming its log" in res.err
+    assert_nothing_written(ek, 1)
+
+
+def test_a_failure_in_a_committed_table_blocks_until_explained(ek, monkeypatch):
+    """A run of ids[2]'s tree failed under an older kit; only a committed
+    table holds it now (the cache was cleared): it blocks the export and
+    the refusal names the table.  Explained in explained.json, it blocks
+    no more; a later failure blocks again."""
+    from forkkit.publish import export
+    undo = older(ek, "kit", monkeypatch)
+    path = record(ek, ek.ids[2], runs=(True, False), day="20251231")
+    undo()
+    table = commit_table(ek, [path])
+    os.unlink(path)
+    row = export.check_rows(ek.ids, "base", "smoke")[2]
+    assert row[2] is None and row[3].startswith("its check failed under TCG\nfailed run logs/")
+    assert row[3].endswith("; in %s (flaky: 1 of 2 runs failed)" % table)
+    explain(ek, *[r["log"] for r in json.load(open(ek.repo / table))[0]["runs"]
+                  if not r["passed"]])
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert [(r[2] is not None, r[3]) for r in rows] == [(True, "")] * 3
+    later = record(ek, ek.ids[2], runs=(True, False), day="20260102")
+    row = export.check_rows(ek.ids, "base", "smoke")[2]
+    assert row[2] is None and os.path.basename(later) in row[3]
+    assert os.path.relpath(failed_logs(later)[0], ek.work) in row[3]
+
+
+def test_an_explained_failure_in_the_cache_does_not_block(ek):
+    """The current kit's record of ids[1] failed and then passed (flaky):
+    blocked; once explained.json explains the failed run (named by its log
+    in the committed table, the cache naming it by its full path), the
+    record passes on the other run; with no other run it has no verdict."""
+    from forkkit.publish import export
+    path = record(ek, ek.ids[1], runs=(False, True))
+    assert export.check_rows(ek.ids, "base", "smoke")[1][2] is None
+    commit_table(ek, [path])
+    explain(ek, *failed_logs(path))
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert rows[1][3] == "" and rows[1][2]["cells"]["counts"] == "pass"
+    assert rows[1][2]["explained"] == [os.path.relpath(failed_logs(path)[0], ek.work)]
+    # a record of a failed run alone: explained, but no pass by this kit
+    first = failed_logs(path)
+    path = record(ek, ek.ids[1], runs=(False,), day="20260103")
+    commit_table(ek, [path], "base-smoke-2.json")
+    assert export.check_rows(ek.ids, "base", "smoke")[1][3].startswith("its check failed")
+    explain(ek, *first + failed_logs(path))
+    assert export.check_rows(ek.ids, "base", "smoke")[1][2:] == (
+        None, "no verdict: its runs by this kit and tools are explained failures")
+
+
+def test_export_needs_a_pass_by_this_kit_and_ignores_errors_of_the_runner(ek, monkeypatch):
+    """A pass under an older kit only is no pass: the kit that mails a
+    commit must have checked it.  An error of the runner under an older
+    kit judges nothing, and a failure the known-report rule excused (its
+    record's flaky_excused) does not block, as under the current kit."""
+    from forkkit.publish import export
+    from forkkit.verify import kernel
+    os.unlink(kernel.cache_path(ek.rev(ek.ids[1] + "^{tree}"), "base", "smoke"))
+    undo = older(ek, "qemu", monkeypatch)
+    record(ek, ek.ids[1], runs=(True,))
+    record(ek, ek.ids[2], "kvm", "lava", runs=("error",))
+    record(ek, ek.ids[2], "kvm", "lava-server", runs=("error", True))
+    excused = record(ek, ek.ids[0], runs=(False, True), known={"sig": "base run 1"})
+    undo()
+    assert json.load(open(excused))["flaky_excused"] == "base run 1"
+    rows = export.check_rows(ek.ids, "base", "smoke")
+    assert rows[1][2] is None and rows[1][3].startswith("no check by this kit and tools")
+    assert [(r[2] is not None, r[3]) for r in (rows[0], rows[2])] == [(True, "")] * 2
+    record(ek, ek.ids[1], runs=(True,))
+    assert export.check_rows(ek.ids, "base", "smoke")[1][3] == ""
+    # no failed run, but today's record fails on the commit's own checkpatch
+    path = kernel.cache_path(ek.rev(ek.ids[0] + "^{tree}"), "base", "smoke")
+    row = json.load(open(path))
+    row["cells"]["checkpatch"], row["passed"] = "FAIL", False
+    with open(path, "w") as fh:
+        json.dump(row, fh)
+    assert export.check_rows(ek.ids, "base", "smoke")[0][2:] == (
+        None, "its check failed under TCG (checkpatch: FAIL)")
+
+
+def test_every_cache_file_of_a_cell_whatever_its_key(tmp_path, monkeypatch):
+    """kernel.cache_files(): every key's file of the cell, its accelerator
+    and runner read from the name's end; another test whose name starts
+    like this one's is not this cell's."""
+    from forkkit.verify import kernel
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path))
+    d = tmp_path / "cache" / "check"
+    d.mkdir(parents=True)
+    t = "a" * 40
+    names = ["%s-base-emergency-remount-0123-4567-kvm.json" % t,   # test emergency-remount
+             "%s-base-emergency-abc-0ld.json" % t,                  # an old key's form
+             "%s-base-emergency-abc-def-012-345-kvm-lava-server.json" % t,
+             "%s-base-emergency-abc-def-012-345-lava.json" % t,
+             "%s-base-emergency.lock" % t, "%s-base-emergency-abc.json" % ("b" * 40)]
+    for n in names:
+        (d / n).write_text("{}")
+    assert [(os.path.basename(p), a, r) for p, a, r in kernel.cache_files(t, "base", "emergency")] \
+        == [(names[1], "tcg", "qemu"), (names[2], "kvm", "lava-server"), (names[3], "tcg", "lava")]
 
 
 def test_refuses_range_diff_without_previous_version(ek):

@@ -15,7 +15,7 @@ import shutil
 import textwrap
 
 from ..core.errors import ForkError
-from ..core.paths import ensure_dir, ktree, repo_root, wpath
+from ..core.paths import ensure_dir, ktree, repo_root, workdir_relative, wpath
 from ..core.proc import run
 from ..guest import guesttests
 from . import docs
@@ -26,6 +26,7 @@ from ..repo.maintainers import address, yielded
 from ..repo.patchfile import mailinfo, patch_id_of_commit, patch_id_of_file
 from ..repo.series import fork_command, read_kv
 from ..verify import kernel
+from ..verify import checkrecords
 from ..verify.checkrecords import LOG_TIME
 from ..verify.checkpatch import run_checkpatch_pl
 
@@ -242,28 +243,125 @@ def latest_run(row):
     return m.group(1) if m else ""
 
 
+def _explanation(run, given):
+    """The explanation of `run` in checkrecords.explained()'s `given`: a
+    run of the cache names its log by its full path, the committed tables
+    and explained.json by its path in the work directory."""
+    return checkrecords.explanation_of(workdir_relative(run), given)
+
+
+def judged_record(row, given):
+    """A record of the check cache judged on its completed runs but those
+    that explained.json explains: `row` itself when it has none of them,
+    else a copy whose cells are its latest judged run's (checkpatch its
+    own), judged by kernel.judge_runs() (an excuse of the known-report
+    rule kept); None when every completed run is explained: no verdict."""
+    runs = kernel.completed(kernel.runs_of(row))
+    kept = [r for r in runs if not _explanation(r, given)]
+    if len(kept) == len(runs):
+        return row
+    if not kept:
+        return None
+    out = dict(row, runs=kept, cells=dict(row["cells"], **kept[-1]["cells"]),
+               explained=[workdir_relative(checkrecords.run_names(r)[0])
+                          for r in runs if r not in kept])
+    kernel.judge_runs(out)
+    if row.get("flaky_excused") and "flaky" in out and kept[-1]["passed"]:
+        out["flaky_excused"] = row["flaky_excused"]
+        out["passed"] = kernel.row_passed(out)
+    return out
+
+
+def failed_runs(cache, committed, given, excused):
+    """[(run, its accelerator and runner by record_name(), where it is on
+    record)] of every failed run of a tree that blocks its export: in the
+    check cache under any key (`cache`: kernel.every_record_of()'s) and
+    in the committed tables (`committed`: checkrecords.tree_runs()'s),
+    each once, but an error of the runner (no verdict), a run that
+    explained.json explains (`given`) and one the kit's known-report rule
+    excused (a record's `flaky_excused`; `excused`: such runs' logs in the
+    committed tables)."""
+    items = [(r, row, path) for path, _, _, row in cache for r in kernel.runs_of(row)]
+    items += [(r, row, f) for f, r, row in committed]
+    out, seen = [], set()
+    for one, row, where in items:
+        log = workdir_relative(one.get("log") or "")
+        if one.get("error") or one.get("passed") or (log and log in seen):
+            continue
+        seen.add(log)
+        if _explanation(one, given) or row.get("flaky_excused") or log in excused:
+            continue
+        name = record_name(one.get("accel") or kernel.row_accel(row),
+                           one.get("runner") or row.get("runner"))
+        out.append((one, name, where + (" (%s)" % row["flaky"] if row.get("flaky") else "")))
+    return out
+
+
+def failed_run_text(run, name, where):
+    """One failed run in one line: its log, the accelerator and kit it ran
+    under, what failed it and the record that holds it."""
+    return "failed run %s (%s, kit %s): %s; in %s" % (
+        workdir_relative(run.get("log") or run.get("console") or "(no log)"), name,
+        run.get("kit") or "?", run.get("failure") or ", ".join(
+            "%s: %s" % kv for kv in sorted(run.get("cells", {}).items())
+            if kv[1] not in ("pass", "n/a")), where)
+
+
 def check_rows(commits, flavour, test):
-    """[(commit, subject, row-or-None, why)] from the check cache.  A commit
-    is judged on every run of its tree under this flavour and test, in the
-    records of every accelerator and runner (kernel.records_of(): TCG and
-    KVM, the kit's QEMU and LAVA's), as verify/checkrecords.py judges the
-    committed tables on all runs of a tree: a record that does not pass
-    (record_passes()) leaves the commit without a passing check whatever
-    the others say, and a pass on record under any of them counts.  `row`
-    is the passing record whose latest run is the newest; `why` says, for
-    None, what is missing."""
+    """[(commit, subject, row-or-None, why)]: each commit judged on every
+    run of its tree under this flavour and test, whatever kit, QEMU,
+    e2fsprogs, ci/guest and fragments made it: the records of the check
+    cache under every key, accelerator and runner
+    (kernel.every_record_of()) and the runs of the committed tables
+    (records/checks/, checkrecords.tree_runs()).  A failed run anywhere
+    (not an error of the runner) leaves the commit without a passing
+    check, unless records/checks/explained.json explains it
+    (checkrecords.explained(); the cache's runs matched to it by their log
+    as the tables name it) or the kit's known-report rule excused it
+    (`flaky_excused`); a flaky record's failed runs so too.  And a pass is
+    needed by this kit and tools: a record under the current key
+    (kernel.records_of(): TCG or KVM, the kit's QEMU or LAVA's) that
+    passes (record_passes()) on its runs but the explained ones, so what
+    is mailed was checked by the kit that mails it.  `row` is that
+    passing record whose latest run is the newest; `why` says, for None,
+    what is missing: its first line in a few words, then a line per
+    failed run (failed_run_text())."""
     if test not in guesttests.TESTS:
         raise ForkError("unknown guest test %r: one of %s" % (test, ", ".join(guesttests.TESTS)))
+    root = repo_root()
+    runs_by_cell = checkrecords.gather(root)
+    given = checkrecords.explained(root, runs_by_cell)
+    excused = checkrecords.excused_runs(root)
     rows = []
     for commit in commits:
         tree = git(["rev-parse", commit + "^{tree}"])
-        records = kernel.records_of(tree, flavour, test)
-        failed = [record_name(a, r) for a, r, row in records if not record_passes(row)]
-        row, why = None, "no check on record"
+        cache = kernel.every_record_of(tree, flavour, test)
+        committed = checkrecords.tree_runs(runs_by_cell, tree, flavour, test)
+        failed = failed_runs(cache, committed, given, excused)
+        current = [(a, r, judged_record(row, given))
+                   for a, r, row in kernel.records_of(tree, flavour, test)]
+        passing = [row for _, _, row in current if row is not None and record_passes(row)]
+        row, why = None, ""
         if failed:
-            why = "its check failed under %s" % ", ".join(failed)
-        elif records:
-            row, why = max((row for _, _, row in records), key=latest_run), ""
+            names = sorted({name for _, name, _ in failed})
+            why = "its check failed under %s" % ", ".join(names) + "".join(
+                "\n" + failed_run_text(*f) for f in failed)
+        elif passing:
+            row = max(passing, key=latest_run)
+        elif any(row is not None for _, _, row in current):
+            # no failed run: a cell of the record's own, such as checkpatch
+            why = "its check failed under %s" % ", ".join(
+                "%s (%s)" % (record_name(a, r), ", ".join(
+                    "%s: %s" % kv for kv in sorted(row["cells"].items())
+                    if kv[1] not in ("pass", "n/a")))
+                for a, r, row in current if row is not None)
+        elif current:
+            why = "no verdict: its runs by this kit and tools are explained failures"
+        elif cache or committed:
+            why = ("no check by this kit and tools (kit %s, QEMU, e2fsprogs, ci/guest, the "
+                   "flavour's fragments): its runs on record are older" % kernel.kit_key())
+        else:
+            why = "no check on record"
         rows.append((commit, git(["log", "-1", "--format=%s", commit]), row, why))
     return rows
 

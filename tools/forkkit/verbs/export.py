@@ -32,12 +32,22 @@ run it names must have measured this series (every --each step one of its
 changes, by patch id; every other kernel its base's or a commit's tree).
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
-what ``patches/`` records, every commit has a cached passing check (or
-``--allow-unchecked``, which the cover letter then says): the commit is
-judged on every run of its tree on record, under each accelerator (TCG,
-KVM) and runner (the kit's QEMU, ``lava``, ``lava-server``), so a failure
-recorded under any of them blocks it and a pass recorded under any of them
-counts; every mail has the
+what ``patches/`` records, every commit has a passing check (or
+``--allow-unchecked``, which the cover letter then says).  A commit is
+judged on every run of its tree under the flavour and test: every record
+of ``work/cache/check/`` whatever its key (an older kit, QEMU or
+e2fsprogs, another ci/guest or fragments), accelerator (TCG, KVM) and
+runner (the kit's QEMU, ``lava``, ``lava-server``), and every run of the
+committed tables (``records/checks/``).  A failed run anywhere (an error
+of the runner is none: it judges nothing) blocks it, a flaky record's
+too, unless ``records/checks/explained.json`` explains it (named by its
+log as the tables record it, ``logs/check-<commit12>-<date>-<time>.log``,
+so it must be in a committed table: records/README.md) or the kit's
+known-report rule excused it; the refusal names each such run, the kit
+that ran it and the record that holds it.  And one pass is needed under
+the current key (this kit, QEMU, e2fsprogs, ci/guest and fragments),
+whichever accelerator or runner: what is mailed was checked by the kit
+that mails it.  Every mail has the
 sign-off, ``checkpatch.pl --strict`` (the base tree's) passes on every
 patch, the files ``git am`` onto a fresh checkout of the distro commit and
 give the very trees (and authors) of the series commits, ``git send-email``
@@ -74,6 +84,7 @@ from ..repo import series as series_mod
 from ..repo.git import git, require_clean, require_ktree
 from ..repo.series import fork_command, read_kv
 from ..repo.worktree import BaseTree
+from ..verify.checkrecords import EXPLAINED
 
 HELP = "format the series for the mailing list: cover letter, recipients, checks"
 
@@ -181,13 +192,21 @@ def export(args, out=print):
     rows = check_rows(commits, args.config, args.test)
     unchecked = [(k, c, s, why) for k, (c, s, r, why) in enumerate(rows, 1) if r is None]
     if unchecked and not args.allow_unchecked:
+        failed = any("\n" in why for *_, why in unchecked)
         raise ForkError("no cached passing `tools/fork check` (config %s, test %s) for:\n%s\n"
-                        "Run `%s` (it checks every commit and caches passes; a failure stays "
+                        "%sRun `%s` (it checks every commit and caches passes; a failure stays "
                         "on record), or export anyway with --allow-unchecked (the cover letter "
                         "then says so)"
                         % (args.config, args.test,
-                           "\n".join("  %d/%d %s %s (%s)" % (k, len(rows), c[:12], s, why)
-                                     for k, c, s, why in unchecked),
+                           "\n".join("  %d/%d %s %s (%s)%s" % (
+                               k, len(rows), c[:12], s, why.split("\n")[0],
+                               "".join("\n      " + l for l in why.split("\n")[1:]))
+                               for k, c, s, why in unchecked),
+                           ("A failed run blocks until %s explains it, naming its log (the "
+                            "run must be in a table of records/checks/, `check --json`; "
+                            "records/README.md gives the form); a failure of the commit's "
+                            "own is fixed in the commit, and checked again.\n" % EXPLAINED)
+                           if failed else "",
                            fork_command("check", series, "--config", args.config,
                                         "--test", args.test)))
     prog.say("v%d of %s: %d patches on %s %s (%s), checks: %d cached, %d unchecked"

@@ -261,6 +261,35 @@ def explained(root, runs_by_cell):
     return wanted
 
 
+def excused_runs(root):
+    """The logs of the failed runs that a committed row excused by the
+    kit's known-report rule (its `flaky_excused`: the base showed every
+    report that failed its runs, kernel.judge_runs())."""
+    out = set()
+    for _, f in record_files(root):
+        for row in read_rows(root, f):
+            if row.get("flaky_excused"):
+                out |= {r["log"] for r in kernel.runs_of(row)
+                        if r.get("log") and not r.get("passed")}
+    return out
+
+
+def tree_runs(runs_by_cell, tree, flavour, test):
+    """[(file, run, row)] of every run on record of `tree` under `flavour`
+    and `test` (of gather()'s `runs_by_cell`, any version and commit of
+    that tree), each once, oldest first."""
+    seen, out = set(), []
+    for key, runs in sorted(runs_by_cell.items()):
+        if key[2:] != (flavour, test):
+            continue
+        for f, run, row in runs:
+            ident = run.get("log") or id(run)
+            if row.get("tree") == tree and ident not in seen:
+                seen.add(ident)
+                out.append((f, run, row))
+    return sorted(out, key=_run_order)
+
+
 def explanation_of(run, given):
     """The explanation (of explained()'s `given`) that covers `run`, or None."""
     return next((given[n] for n in run_names(run) if n in given), None)

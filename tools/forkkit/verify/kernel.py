@@ -177,6 +177,49 @@ def records_of(tree, flavour, test):
             for row in [cached(tree, flavour, test, a, r)] if row is not None]
 
 
+def cache_files(tree, flavour, test):
+    """[(path, accel, runner)] of every file of the check cache that may
+    hold a record of `tree` under `flavour` and `test`, whatever its key
+    (an older kit, QEMU, e2fsprogs, ci/guest or fragments: the file name
+    after `<tree>-<flavour>-<test>-` is hashes, then `-<accel>` when not
+    TCG and `-<runner>` when not the kit's QEMU: cache_key())."""
+    top = wpath("cache", "check")
+    prefix = "%s-%s-%s-" % (tree, flavour, test)
+    out = []
+    for name in sorted(os.listdir(top)) if os.path.isdir(top) else []:
+        if not (name.startswith(prefix) and name.endswith(".json")):
+            continue
+        rest = name[len(prefix):-len(".json")]
+        # hashes first: "emergency-remount-<hash>" is not test "emergency"'s
+        if not re.match(r"[0-9a-f]+(-|$)", rest):
+            continue
+        guest_accel, runner = "tcg", "qemu"
+        for r in runners.RUNNERS:
+            if r != "qemu" and rest.endswith("-" + r):
+                runner, rest = r, rest[:-len(r) - 1]
+                break
+        for a in accel.ACCELS:
+            if a != "tcg" and rest.endswith("-" + a):
+                guest_accel = a
+        out.append((os.path.join(top, name), guest_accel, runner))
+    return out
+
+
+def every_record_of(tree, flavour, test):
+    """[(path, accel, runner, row)]: every record of this cell in the check
+    cache whatever its key (cache_files()), each read as cached() reads
+    one (a record whose row disagrees with its key's accelerator or
+    runner, or with no completed run, is none): every run the tree had
+    here, for export to judge it on."""
+    out = []
+    for path, guest_accel, runner in cache_files(tree, flavour, test):
+        row = read_record(path, tree, guest_accel, runner)
+        if row and row.get("flavour", flavour) == flavour and row.get("test", test) == test \
+                and completed(runs_of(row)):
+            out.append((path, guest_accel, runner, row))
+    return out
+
+
 def row_accel(row):
     """The accelerator a row or run was produced under: a record that names
     none is TCG's (the kit's only one before)."""
