@@ -4,6 +4,7 @@ config flavour its guest test needs, and the guest test `dio-freed-indirect`
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -56,9 +57,11 @@ def test_guest_test_is_registered_and_renders():
     lines = t.script.splitlines()
     run = [l for l in lines if l.startswith("dioreuse ")]
     assert len(run) == 1
-    # throttled: the kicker's cgroup, enough iterations, the disk it reads
+    # throttled: the kicker's cgroup, enough iterations, the disk it reads;
+    # each iteration printed, for the log to show what set the race up
     n = int(re.search(r" -n (\d+) ", run[0]).group(1))
     assert n >= 20 and " -c " in run[0] and run[0].split()[-4:-2] == ["/mnt", "/dev/vda"]
+    assert " -v " in run[0] and " -a " not in run[0]
     # the host's checks need a statfs of the filesystem after the run,
     # also when dioreuse failed
     assert lines.index("fsreport /mnt") > lines.index(run[0])
@@ -79,3 +82,73 @@ def test_without_blk_throttle_the_script_fails_in_one_line_naming_the_flavour():
     for sym in THROTTLE:
         assert any(sym in l for l in checks), sym
     assert "throttle" in kconfig.FLAVOURS
+
+
+# -- the script's io.max, run in busybox on the host ---------------------------
+#
+# The guest's paths become a scratch directory's, and the commands that
+# would touch the host (mount, umount, the guest programs, and mkdir, which
+# in cgroupfs makes io.max) are shell functions.  KERNEL_IO_MAX says what
+# the kicker's io.max is: "file" takes the limit as written, "null" (a
+# kernel that drops it) reads back empty, "refuse" fails the write.
+
+BUSYBOX = shutil.which("busybox") or "/bin/busybox"
+
+STUBS = """\
+mount() { echo "mount $*" >> "$LOG"; }
+umount() { echo "umount $*" >> "$LOG"; }
+fsreport() { echo "fsreport $*" >> "$LOG"; }
+dioreuse() { echo "dioreuse $*" >> "$LOG"; }
+mkdir() {
+	command mkdir "$1"
+	case $KERNEL_IO_MAX in
+	file) : > "$1/io.max" ;;
+	null) ln -s /dev/null "$1/io.max" ;;
+	refuse) command mkdir "$1/io.max" ;;
+	esac
+}
+"""
+
+
+def run_script(tmp_path, io_max):
+    root = tmp_path / io_max
+    (root / "cg").mkdir(parents=True)
+    (root / "cg" / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (root / "vda").mkdir()
+    (root / "vda" / "dev").write_text("254:0\n")
+    (root / "filesystems").write_text("nodev\tcgroup2\n\text2\n")
+    script = guesttests.spec("dio-freed-indirect").script
+    for guest, host in (("/sys/fs/cgroup", root / "cg"), ("/sys/block/vda", root / "vda"),
+                        ("/proc/filesystems", root / "filesystems")):
+        assert guest in script
+        script = script.replace(guest, str(host))
+    env = dict(os.environ, LOG=str(root / "log"), KERNEL_IO_MAX=io_max)
+    proc = subprocess.run([BUSYBOX, "sh", "-c", STUBS + script], capture_output=True,
+                          text=True, env=env, timeout=60)
+    log = (root / "log").read_text().splitlines() if (root / "log").exists() else []
+    return proc, log, root
+
+
+@pytest.mark.skipif(not os.access(BUSYBOX, os.X_OK), reason="no busybox")
+def test_the_script_runs_the_test_once_io_max_holds_the_limit(tmp_path):
+    proc, log, root = run_script(tmp_path, "file")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (root / "cg" / "kicker" / "io.max").read_text() == "254:0 wiops=2\n"
+    assert "FAIL" not in proc.stdout
+    assert log == ["mount -t cgroup2 none %s" % (root / "cg"), "mount -t ext2 /dev/vda /mnt",
+                   "dioreuse -v -n 40 -c %s/kicker /mnt /dev/vda" % (root / "cg"),
+                   "fsreport /mnt", "umount /mnt"]
+
+
+@pytest.mark.skipif(not os.access(BUSYBOX, os.X_OK), reason="no busybox")
+@pytest.mark.parametrize("io_max", ["null", "refuse"])
+def test_the_script_fails_in_one_line_when_io_max_did_not_take_the_limit(tmp_path, io_max):
+    """A limit the kernel dropped or refused would let every write of the
+    kicker through: the script says so in one line and runs nothing."""
+    proc, log, _ = run_script(tmp_path, io_max)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    fails = [l for l in proc.stdout.splitlines() if "FAIL" in l]
+    assert len(fails) == 1 and proc.stdout.splitlines()[-1] == fails[0]
+    assert fails[0].startswith("FAIL: dio-freed-indirect: io.max of the kicker's cgroup "
+                               'did not take "254:0 wiops=2" for vda')
+    assert log == ["mount -t cgroup2 none %s" % (tmp_path / io_max / "cg")]

@@ -412,23 +412,182 @@ def test_failmount_without_fault_injection(bindir, tmp_path):
 
 
 # --- dioreuse -------------------------------------------------------------
+#
+# An iteration counts as setting the race up only when the kicker cgroup's
+# io.stat wios (W_CMD before the fsync is asked, then at the truncate, after
+# it, after B's write, after the fsync) shows the write held across the
+# truncate: the truncate waited for it, or it landed on B's block after
+# B's write.  -R replays -v's lines through the same accounting.
+
+def iteration(i, w, asleep=1, reused=1, truncate_us=40, wrong=0, wrong_ind=0):
+    return ("dioreuse: iteration %d: asleep=%d reused=%d wios=%s truncate_us=%d "
+            "wrong=%d wrong_ind=%d: (the verdict)" % (i, asleep, reused, w, truncate_us,
+                                                      wrong, wrong_ind))
+
+
+def replay(bindir, tmp_path, lines, *opts):
+    f = tmp_path / "log"
+    f.write_text("".join(l + "\n" for l in lines))
+    return run(bindir, "dioreuse", *opts, "-R", f)
+
+
+# a stock kernel whose writes blk-throttle does not hold (io.max on another
+# disk, or a kernel that lets these bios through): the kicker sleeps in its
+# fsync while the write of IND is at the disk, but that write has left
+# blk-throttle before the truncate, and B reads back right
+UNHELD = "0,1,1,1,3"
+# the same, the write still in the disk's hands when the truncate began
+# and done before B's: a short real in-flight write, not one held across
+SHORT = "0,0,1,1,3"
+
+
+@pytest.mark.parametrize("w", [UNHELD, SHORT])
+def test_dioreuse_does_not_count_a_write_not_held_across_the_truncate(bindir, tmp_path, w):
+    proc = replay(bindir, tmp_path, [iteration(i, w) for i in range(40)])
+    assert_fail(proc, "the race was set up in 0 of 40 iterations, fewer than 20")
+    assert "the kicker was asleep in its fsync at the truncate in 40" in proc.stdout
+
+
+def test_dioreuse_counts_a_truncate_that_waited_for_the_held_write(bindir, tmp_path):
+    """A fixed kernel: the truncate returns only after the write left
+    blk-throttle, 50 ms or more later."""
+    kv = parse_result(replay(bindir, tmp_path, [iteration(i, SHORT, truncate_us=480000)
+                                                for i in range(40)]), "dioreuse")
+    assert (kv["iters"], kv["setup"], kv["waited"], kv["wrong"]) == ("40", "40", "40", "0")
+    # not when it waited without the write leaving meanwhile, or briefly
+    for w, us in (("0,0,0,1,3", 480000), (SHORT, 49999)):
+        assert_fail(replay(bindir, tmp_path, [iteration(i, w, truncate_us=us)
+                                              for i in range(40)]),
+                    "set up in 0 of 40")
+
+
+def test_dioreuse_counts_a_held_write_that_landed_on_b(bindir, tmp_path):
+    """A stock kernel: the write left blk-throttle after B's write and
+    zeroed B's block on the freed indirect block; the run fails on it."""
+    held = "0,0,0,0,3"
+    proc = replay(bindir, tmp_path, [iteration(i, held, wrong=1, wrong_ind=1)
+                                     for i in range(40)])
+    assert_fail(proc, "40 of B's blocks do not hold what its O_DIRECT write put there")
+    assert "the race was set up in 40: the truncate waited for the held write in 0, " \
+        "the held write landed on B's block in 40" in proc.stdout
+    # held as long, and B intact: the held write was not of the freed block
+    assert_fail(replay(bindir, tmp_path, [iteration(i, held) for i in range(40)]),
+                "set up in 0 of 40")
+    # held, but no write of the kicker left before its fsync returned, or
+    # none was held while B did not get the block: nothing to count
+    assert_fail(replay(bindir, tmp_path, [iteration(i, "0,0,0,0,0") for i in range(40)]),
+                "set up in 0 of 40")
+    assert_fail(replay(bindir, tmp_path, [iteration(i, SHORT, reused=0, truncate_us=480000)
+                                          for i in range(40)]), "set up in 0 of 40")
+
+
+def test_dioreuse_needs_half_the_iterations_set_up(bindir, tmp_path):
+    waited = [iteration(i, SHORT, truncate_us=480000) for i in range(20)]
+    awake = [iteration(20 + i, SHORT, asleep=0, truncate_us=480000) for i in range(20)]
+    kv = parse_result(replay(bindir, tmp_path, waited + awake), "dioreuse")
+    assert (kv["iters"], kv["setup"]) == ("40", "20")
+    awake.append(iteration(40, UNHELD, truncate_us=480000))
+    assert_fail(replay(bindir, tmp_path, waited[1:] + awake),
+                "set up in 19 of 40 iterations, fewer than 20")
+    kv = parse_result(replay(bindir, tmp_path, waited[1:] + awake, "-a", "19"), "dioreuse")
+    assert kv["setup"] == "19"
+
+
+def test_dioreuse_replays_a_log(bindir, tmp_path):
+    """Other lines (a guest's console) are skipped; an iteration line it
+    cannot read is an error of one line; wios=- (no cgroup) counts nothing."""
+    lines = ["[    1.2] ext2 mounted", "dioreuse: iteration 3: B's block 0 (disk block 9, "
+             "A's freed indirect block) reads back as zeros"]
+    kv = parse_result(replay(bindir, tmp_path, lines + [iteration(0, SHORT, truncate_us=60000)],
+                             "-a", "1"), "dioreuse")
+    assert (kv["iters"], kv["setup"]) == ("1", "1")
+    assert_fail(replay(bindir, tmp_path, [iteration(0, "0,0,1")]), "wios= takes 5 numbers")
+    assert_fail(replay(bindir, tmp_path, lines), "no iteration in it")
+    assert_fail(replay(bindir, tmp_path, [iteration(0, "-", truncate_us=480000)], "-a", "1"),
+                "set up in 0 of 1")
+    proc = run(bindir, "dioreuse", "-R", tmp_path / "log", tmp_path)
+    assert proc.returncode == 2 and "-R takes no DIR or DEV" in proc.stderr
+
+
+def loop_dev(mnt):
+    return subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mnt)],
+                          capture_output=True, text=True).stdout.strip()
+
 
 def test_dioreuse_on_ext2(bindir, tmp_path):
     """On the host, without a cgroup holding the fsync's write back: every
-    block of B reads back as written, the counts add up, and nothing is
-    left in the directory."""
+    block of B reads back as written, nothing is left in the directory, and
+    nothing counts as set up (the hold is not measured), so asking for one
+    iteration set up fails.  -v's lines replay to the same counts."""
     with ext2_mount(tmp_path, kib=16384) as (img, mnt):
-        dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(mnt)],
-                             capture_output=True, text=True).stdout.strip()
-        kv = parse_result(run(bindir, "dioreuse", "-n", "5", "-b", "4", "-a", "0",
-                              mnt, dev), "dioreuse")
-        assert kv["iters"] == "5" and kv["wrong"] == "0"
-        assert kv["blocksize"] == str(os.statvfs(mnt).f_bsize) and int(kv["setup"]) <= 5
+        dev = loop_dev(mnt)
+        proc = run(bindir, "dioreuse", "-v", "-n", "5", "-b", "4", "-a", "0", mnt, dev)
+        kv = parse_result(proc, "dioreuse")
+        assert kv["iters"] == "5" and kv["wrong"] == "0" and kv["setup"] == "0"
+        assert kv["blocksize"] == str(os.statvfs(mnt).f_bsize)
+        its = [l for l in proc.stdout.splitlines() if l.startswith("dioreuse: iteration ")]
+        assert len(its) == 5 and all("wios=- " in l and l.endswith(
+            "not set up: no cgroup, the hold is not measured") for l in its)
+        (tmp_path / "run.log").write_text(proc.stdout)
+        again = parse_result(run(bindir, "dioreuse", "-a", "0", "-R", tmp_path / "run.log"),
+                             "dioreuse")
+        assert {k: again[k] for k in ("iters", "setup", "waited", "wrong")} == \
+            {k: kv[k] for k in ("iters", "setup", "waited", "wrong")}
         assert sorted(os.listdir(mnt)) == ["lost+found"]
-        # the race is rarely set up here: at least all 5 is asked for
-        proc = run(bindir, "dioreuse", "-n", "5", "-b", "4", "-a", "5", mnt, dev)
-        if proc.returncode:
-            assert_fail(proc, "the race was set up in")
+        assert_fail(run(bindir, "dioreuse", "-n", "5", "-b", "4", "-a", "1", mnt, dev),
+                    "the race was set up in 0 of 5 iterations")
+        assert sorted(os.listdir(mnt)) == ["lost+found"]
+    e2fsck_clean(img)
+
+
+def fake_cgroup(tmp_path, io_max, io_stat=""):
+    cg = tmp_path / "cg"
+    cg.mkdir(exist_ok=True)
+    (cg / "cgroup.procs").write_text("")
+    (cg / "io.max").write_text(io_max)
+    (cg / "io.stat").write_text(io_stat)
+    return cg
+
+
+def test_dioreuse_wants_a_write_limit_on_the_disk_it_tests(bindir, tmp_path):
+    """A limit on another disk (a wrong MAJ:MIN), or none on writes, holds
+    nothing back: it fails in one line before any iteration."""
+    with ext2_mount(tmp_path, kib=16384) as (img, mnt):
+        dev = loop_dev(mnt)
+        rdev = os.stat(dev).st_rdev
+        mm = "%d:%d" % (os.major(rdev), os.minor(rdev))
+        for io_max in ("", "%d:%d rbps=max wbps=max riops=max wiops=2\n"
+                       % (os.major(rdev), os.minor(rdev) + 1),
+                       mm + " rbps=max wbps=max riops=2 wiops=max\n"):
+            cg = fake_cgroup(tmp_path, io_max)
+            proc = run(bindir, "dioreuse", "-n", "2", "-c", cg, mnt, dev)
+            assert_fail(proc, "%s/io.max limits no writes a second of %s (%s)" % (cg, dev, mm))
+            assert len(proc.stderr.splitlines()) == 1 and proc.stdout == ""
+        # and DEV must be the disk DIR is on
+        proc = run(bindir, "dioreuse", "-n", "2", mnt, "/dev/null")
+        assert_fail(proc, "/dev/null is not the disk %s is on (%s)" % (mnt, mm))
+        assert sorted(os.listdir(mnt)) == ["lost+found"]
+
+
+def test_dioreuse_counts_nothing_when_the_cgroup_counters_do_not_move(bindir, tmp_path):
+    """io.max as the test wants it, but an io.stat whose wios stays put (the
+    writes not charged to the cgroup): the kicker sleeps in its fsync, yet
+    no iteration counts, and the run fails when half of them are asked."""
+    with ext2_mount(tmp_path, kib=16384) as (img, mnt):
+        dev = loop_dev(mnt)
+        rdev = os.stat(dev).st_rdev
+        mm = "%d:%d" % (os.major(rdev), os.minor(rdev))
+        cg = fake_cgroup(tmp_path, mm + " rbps=max wbps=max riops=max wiops=2\n",
+                         "8:0 rbytes=0 wbytes=0 rios=0 wios=9 dbytes=0 dios=0\n" +
+                         mm + " rbytes=0 wbytes=4096 rios=0 wios=7 dbytes=0 dios=0\n")
+        proc = run(bindir, "dioreuse", "-v", "-n", "4", "-b", "4", "-c", cg, mnt, dev)
+        assert_fail(proc, "the race was set up in 0 of 4 iterations, fewer than 2")
+        its = [l for l in proc.stdout.splitlines() if l.startswith("dioreuse: iteration ")]
+        assert len(its) == 4 and all(" wios=7,7,7,7,7 " in l and ": not set up: " in l
+                                     for l in its)
+        # the kicker joined the cgroup (here a file that keeps its pid)
+        assert (cg / "cgroup.procs").read_text().isdigit()
+        assert sorted(os.listdir(mnt)) == ["lost+found"]
     e2fsck_clean(img)
 
 

@@ -39,7 +39,7 @@ RENDERED = {
     "ufs-dirsync": "182068878879cb6b6b90f509c3c51e849bf494e62cfc207b24c16470a7abe3c3",
     "minixdf-overhead": "22a44079e5a55228419f93d3da43139b0132657bdd303180d038403f5444c2a8",
     "dio-dsync-size": "c417e924acef8d9bc74e10dea34260e302d532819d80e63db32e4d1f06e97b44",
-    "dio-freed-indirect": "d6610cd7742de17acc79c8bdfc2383238fed97cf680b0f5c0c5a4e47b5d280a6",
+    "dio-freed-indirect": "9b6f9937f780f286f2e43b8c0b48398fec77daf42b2f50de5f15d3f097bd3217",
 }
 FRAG = "94fc07f63f78e3a0cd19bb1dfc8ef7d3f01ba565ff910a347c1af2b8d0393c35"
 # bench: (quick, mode, workloads, lockstat, runs) -> sha256 of guest_script()

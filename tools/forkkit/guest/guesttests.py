@@ -171,17 +171,23 @@ TESTS = {
     # not land on the O_DIRECT data of the file that gets the block next.
     # 40 times (dioreuse): a file's indirect block is written by a second
     # process's fsync, which runs in a cgroup whose io.max lets 2 writes a
-    # second of the disk through, so that blk-throttle holds the write back
-    # for about 500 ms (each of the process's writes: an iteration takes
-    # about 1.5 s); the file is truncated meanwhile, and a new file
-    # written with O_DIRECT by the first process gets the freed block; read
-    # back, it must hold what was written.  Fails on stock 6.5 .. 7.3,
-    # where ext2_free_branches() frees the block without waiting for the
-    # write and iomap's direct I/O does not look at the block device's
-    # buffers (fixed by the freed-indirect patch of the fixes series), and
-    # whenever fewer than half of the iterations set the race up.  Needs
-    # blk-throttle (--config throttle); on a kernel without it the script
-    # fails in one line that names the flavour.
+    # second of the disk through, so that blk-throttle holds each of its
+    # writes for about 500 ms (the fsync writes the indirect block, the
+    # inode and a cache flush: an iteration takes about 1.5 s); the file is
+    # truncated meanwhile, and a new file written with O_DIRECT by the
+    # first process gets the freed block; read back, it must hold what was
+    # written.  Fails on stock 6.5 .. 7.3, where ext2_free_branches() frees
+    # the block without waiting for the write and iomap's direct I/O does
+    # not look at the block device's buffers (fixed by the freed-indirect
+    # patch of the fixes series), and whenever fewer than half of the
+    # iterations set the race up: the cgroup's io.stat (wios) must show
+    # the write held in blk-throttle when the truncate began and then
+    # either the truncate waiting for it (a fixed kernel) or the write
+    # leaving only after the new file's and zeroing its block (stock).
+    # The script reads io.max back and fails in one line unless it holds
+    # the limit for vda; dioreuse checks it names the disk it tests.
+    # Needs blk-throttle (--config throttle); on a kernel without it the
+    # script fails in one line that names the flavour.
     "dio-freed-indirect": ("64M", 4096, "dio-freed-indirect.sh"),
 }
 
