@@ -210,3 +210,10 @@ def test_summaries_refuse_mixed_runs_and_say_what_was_not_measured(tmp_path):
         benchlib.lock_table_across([a, b])
     with pytest.raises(Exception, match="not an A/B run"):
         benchlib.lock_table_across([doc])
+
+
+def test_steps_summary_keeps_only_the_workloads_named():
+    lines = docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount", "only=seed")
+    assert lines[0] == "| commit | seed | ext2 lock acquisitions per operation that change |"
+    with pytest.raises(Exception, match="unknown workload"):
+        docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount", "only=nodes")

@@ -246,12 +246,16 @@ def d_bench_locks(root, ctx, *runs):
     return benchlib.lock_table_across([_bench_doc(root, r) for r in runs])
 
 
-def d_bench_steps(root, ctx, *runs):
+def d_bench_steps(root, ctx, *args):
     """Every commit of several --each runs in one table, its cost per
-    workload against its parent (benchlib.steps_summary())."""
+    workload against its parent (benchlib.steps_summary()); an argument
+    `only=W,...` keeps those workloads."""
+    only = [a for a in args if a.startswith("only=")]
+    runs = [a for a in args if not a.startswith("only=")]
     if not runs:
         raise ForkError("@@ bench-steps needs the ids of one or more bench --each runs")
-    return benchlib.steps_summary([_bench_doc(root, r) for r in runs])
+    return benchlib.steps_summary([_bench_doc(root, r) for r in runs],
+                                  only=only[-1][5:].split(",") if only else None)
 
 
 def d_bench_facts(root, ctx, run, *names):
@@ -296,7 +300,7 @@ DIRECTIVES = {
     "frag": (d_frag, "RUN"),
     "frag-table": (d_frag_table, "RUN"),
     "bench-locks": (d_bench_locks, "RUN..."),
-    "bench-steps": (d_bench_steps, "RUN..."),
+    "bench-steps": (d_bench_steps, "RUN... [only=WORKLOAD,...]"),
     "include": (d_include, "FILE"),
 }
 
@@ -359,7 +363,8 @@ def measured_changes(root, directive, args):
     "B"}; for each revision of a frag run the same with role "frag"."""
     out = []
     if directive in ("bench", "bench-facts", "bench-locks", "bench-steps"):
-        for run in (args[:1] if directive in ("bench", "bench-facts") else args):
+        for run in (args[:1] if directive in ("bench", "bench-facts") else
+                    [a for a in args if not a.startswith("only=")]):
             doc = _bench_doc(root, run)
             kernels = doc["kernels"]
             if doc.get("steps") is not None:

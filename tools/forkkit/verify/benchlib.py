@@ -1051,7 +1051,7 @@ def _summary_column(r):
     return r["workload"] + (" %s groups" % groups if groups is not None else "")
 
 
-def steps_summary(docs):
+def steps_summary(docs, only=None):
     """One row per commit over several --each runs of one mode, vCPU count
     and accelerator (the cost of a series, patch by patch): per workload
     (statfs per filesystem size), the range of the commit's B/A over the
@@ -1071,7 +1071,9 @@ def steps_summary(docs):
                                 docs[0]["run"].get("id"),) + setting))
         setting = this
     cols = []
-    for wl in WORKLOADS:
+    for wl in (only or WORKLOADS):
+        if wl not in WORKLOADS:
+            raise ForkError("unknown workload %r: choose from %s" % (wl, ", ".join(WORKLOADS)))
         for d in docs:
             for st in d["steps"]:
                 for r in st["stats"]:
