@@ -5,10 +5,10 @@ blocks: 32 groups of 8 MiB) and runs the seed workload with ``-k`` (files
 kept): 2 tasks writing concurrently into one directory and into separate
 top-level directories, and 4 tasks into one directory with files 8 times
 larger (ci/guest/scripts/frag.sh).  Then, on the host, ``debugfs -R
-"blocks FILE"`` gives every file's block list, and a fragment is a maximal
-run of consecutive blocks.  Indirect blocks sit inside the data, so even a
-perfect file has a few fragments; what matters is the comparison at equal
-workload.
+"blocks FILE"`` gives every file's block list (its indirect blocks among
+its data), and a fragment is a maximal run of consecutive blocks: a file
+laid out in one run is one fragment.  What matters is the comparison at
+equal workload.
 
 ``--reps N`` boots every revision N times, the order rotating from one
 repetition to the next (multi-threaded TCG: the tasks' interleaving, and so

@@ -112,7 +112,7 @@ def markdown(doc):
     lines += ["- reproduce: `%s`" % doc["command"],
               "- %d boot(s) of every revision, the order rotating from one repetition "
               "to the next; each boot a fresh ext2 image of %s with %d-byte blocks "
-              "(mke2fs %s), %s" % (doc["reps"], doc["image"]["size"],
+              "(%s), %s" % (doc["reps"], doc["image"]["size"],
                                    doc["image"]["block_size"], doc["image"]["mke2fs"],
                                    doc["guest"]),
               "- guest script: ci/guest/scripts/%s, sha256 %s; initramfs %s; kit %s%s; %s"
@@ -124,8 +124,8 @@ def markdown(doc):
                   "%s %s" % kv for kv in sorted((doc["image"].get("superblock") or {}).items()))
                   or "not recorded"),
               "- a fragment is a maximal run of consecutive blocks of a file "
-              "(debugfs `blocks`); indirect blocks sit among the data, so even a "
-              "perfectly placed file has a few; lower fragments per file is better; each cell: fragments per file, mean [min..max] over "
+              "(debugfs `blocks`, which lists a file's indirect blocks with its data, "
+              "so a file laid out in one run is one fragment); fewer is better; each cell: fragments per file, mean [min..max] over "
               "the boots (the record has blocks per fragment too)", ""]
 
     return lines + table(doc)
