@@ -273,7 +273,8 @@ def d_bench_facts(root, ctx, run, *names):
 
 def d_frag(root, ctx, run):
     """One fragmentation run: verify.frag.markdown() of records/frag/RUN.json."""
-    md = fraglib.markdown(_json(root, "records/frag/%s.json" % run))
+    md = ["#" + l if l.startswith("#") else l
+          for l in fraglib.markdown(_json(root, "records/frag/%s.json" % run))]
     return md[:1] + ["", "Record: [records/frag/%s.json](records/frag/%s.json)" % (run, run)] \
         + md[1:]
 
