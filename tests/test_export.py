@@ -1053,7 +1053,7 @@ def test_a_letter_naming_a_run_of_other_changes_is_refused(ek):
     notes = cmd_export.check_measured(str(tmpl), base, ek.ids)
     # taken, but the letter says they were measured on other trees
     assert len(notes) == len(ek.ids)
-    assert all("measured on other trees" in n for n in notes)
+    assert all("as the same patch on other trees" in n for n in notes)
     # a run whose first step is the unrelated commit
     each_record(ek, "20260102-000000-each", [base] + other)
     with pytest.raises(ForkError, match="not in the series being exported"):

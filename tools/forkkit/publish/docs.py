@@ -372,7 +372,8 @@ def measured_changes(root, directive, args):
                 for st in doc["steps"]:
                     if not st["whole"]:
                         ka, kb = kernels[st["a"]], kernels[st["b"]]
-                        out.append({"step": st["commit"], "parent": ka["commit"],
+                        out.append({"step": st["commit"], "subject": kb.get("subject"),
+                                    "parent": ka["commit"],
                                     "patch_id": kb.get("patch_id"), "tree": kb.get("tree"),
                                     "parent_tree": ka.get("tree")})
             else:

@@ -589,7 +589,8 @@ def check_measured(path, base, commits):
         for what in docs.measured_changes(repo_root(), directive, args):
             if "step" in what:
                 commit = what["step"]
-                name = "the change of %s" % commit[:12]
+                name = ('"%s" (%s)' % (what["subject"], commit[:12]) if what.get("subject")
+                        else "the change of %s" % commit[:12])
                 t, pt = tree(commit, what["tree"]), tree(what["parent"], what["parent_tree"])
                 if t in trees and pt in trees and t != pt:
                     continue
@@ -604,9 +605,8 @@ def check_measured(path, base, commits):
                     notes.append("%s is one of this series' changes (by patch id); the trees "
                                  "it was measured on could not be checked here" % name)
                 else:
-                    notes.append("%s is one of this series' changes (by patch id), measured "
-                                 "on other trees than this series' (its parent %s)"
-                                 % (name, what["parent"][:12]))
+                    notes.append("%s was measured as the same patch on other trees than "
+                                 "this series' (on %s)" % (name, what["parent"][:12]))
                 continue
             commit, role = what["tree"], what["role"]
             name = "the tree of %s" % commit[:12]

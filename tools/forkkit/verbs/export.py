@@ -67,6 +67,7 @@ import os
 import re
 import shutil
 import tempfile
+import textwrap
 
 from ..core.errors import ForkError
 from ..core.paths import check_output_dir, ensure_dir, ktree, wpath
@@ -240,7 +241,8 @@ def export(args, out=print):
     subject, body = render_template(template, values, optional=(
         ("bench",) if template != mailing("cover-letter.tmpl") else ()))
     if unchecked_runs:
-        note = "Note on the benchmark figures: %s." % "; ".join(unchecked_runs)
+        note = "\n".join(textwrap.wrap("Note on the benchmark figures: %s."
+                                       % "; ".join(unchecked_runs), 72))
         body = (body.replace("{range_diff}", note + "\n\n{range_diff}", 1)
                 if "{range_diff}" in body else body + "\n" + note + "\n")
 
