@@ -8,12 +8,27 @@ killed, its lava-run's process group stopped) for as long as it runs,
 stop_all() ends every one of them, and each of their threads then raises
 Stopped instead of returning a result, so that nothing of an unfinished
 guest is judged or recorded.  While the stop lasts (stopping()) no guest
-starts and no thread waits on for a guest slot.
+starts and no thread waits on for a guest slot; a thread that pauses
+(pause(): a LAVA server's job between polls) ends at once, and a thread
+checks before it records what it finished (check()).
 
 The guests run in process groups of their own, so that a terminal's
 Ctrl-C reaches the kit alone and only the kit decides what an ended guest
 means: a QEMU that a Ctrl-C ended by itself would look like a guest that
-stopped without an exit status, a failure of the kernel."""
+stopped without an exit status, a failure of the kernel.  So do the
+programs a guest's thread runs after it (e2fsck, dumpe2fs, debugfs:
+core/proc.py), whose answers a Ctrl-C would falsify ("e2fsck canceled",
+exit 32).  Being in a group of their own, the guests would outlive a kit
+killed outright (SIGKILL, `timeout -s KILL`, the OOM killer) with their
+slots free: each is started with a parent-death signal (guest/qemu.py,
+guest/lava.py) and ends with the thread that started it.
+
+A second Ctrl-C during the stop is part of it (through()): the stop
+stays on until every guest's thread has ended.  In the main thread an
+interrupt is passed on to the program that runs there (core/proc.py:
+git is given the time it needs) before it goes on.  cli.main() prints
+one line and, from tools/fork, the process then dies by the signal, so
+that a shell loop around it stops too."""
 
 import contextlib
 import signal
@@ -72,29 +87,53 @@ def stop_all():
     with _lock:
         _stopping.set()
         stops = list(_running.values())
-    threads = [threading.Thread(target=_quietly, args=(s,), daemon=True) for s in stops]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    done = [threading.Event() for _ in stops]
+    for stop, ended in zip(stops, done):
+        threading.Thread(target=_quietly, args=(stop, ended), daemon=True).start()
+    for ended in done:
+        # an Event, not join(): a join() that a second Ctrl-C interrupts
+        # marks its thread as ended while it runs on (Python 3.11)
+        through(ended.wait)
 
 
-def _quietly(stop):
+def _quietly(stop, ended):
     try:
         stop()
     except Exception:       # noqa: BLE001 - a guest that ended already
         pass
+    finally:
+        ended.set()
 
 
 @contextlib.contextmanager
 def stopping():
     """stop_all(), and no guest starts until the block ends: the caller
-    waits there for the threads of its guests."""
+    waits there for the threads of its guests (through()).  A block that
+    raises leaves the stop on (the process is ending: a guest's thread
+    must still raise Stopped, never return a result to be recorded);
+    only one that ends as it should lets guests start again."""
     stop_all()
-    try:
-        yield
-    finally:
-        _stopping.clear()
+    yield
+    _stopping.clear()
+
+
+def through(wait):
+    """wait() (for the threads of the guests being stopped) to its end: a
+    further Ctrl-C, SIGTERM or SIGHUP meanwhile is part of the stop under
+    way, not a reason to leave the threads running (their guests are
+    ended already; what is left of their work ends in seconds)."""
+    while True:
+        try:
+            return wait()
+        except KeyboardInterrupt:
+            continue
+
+
+def pause(seconds):
+    """time.sleep(seconds) that a stop ends at once: raises Stopped when
+    the guests are being stopped, before or during the pause."""
+    _stopping.wait(seconds)
+    check()
 
 
 def _raise(signum, frame):
