@@ -8,6 +8,7 @@ program that sleeps.  Then what an interrupt does to the programs the
 kit runs (core/proc.py), to a kit killed outright, to a second Ctrl-C,
 and to a stderr that is gone."""
 
+import contextlib
 import errno
 import fcntl
 import io
@@ -575,6 +576,35 @@ def test_a_second_ctrl_c_while_the_cells_end_waits_for_their_threads():
         assert done.is_set()
     finally:
         cells.close()
+
+
+def test_a_second_ctrl_c_while_a_guest_is_ended_waits_for_its_end():
+    """stop_all(): a Ctrl-C while a guest's stop runs (lava-run's SIGTERM
+    and its grace) neither cuts the wait for it short nor ends the stop."""
+    ended_, done = threading.Event(), []
+
+    def stop():
+        os.kill(os.getpid(), signal.SIGINT)     # the second Ctrl-C
+        time.sleep(0.5)                         # lava-run ends its job
+        done.append(1)
+        ended_.set()
+
+    def guest():
+        with contextlib.suppress(interrupt.Stopped):
+            with interrupt.guest(stop):
+                ended_.wait(30)
+
+    t = threading.Thread(target=guest)
+    t.start()
+    while not interrupt._running:
+        time.sleep(0.01)
+    try:
+        with interrupt.stopping():
+            got = list(done)
+    except KeyboardInterrupt:
+        got = "the stop was cut short"
+    t.join()
+    assert got == [1]
 
 
 def test_a_stop_whose_block_raises_stays_on():

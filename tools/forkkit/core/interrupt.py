@@ -23,7 +23,7 @@ killed outright (SIGKILL, `timeout -s KILL`, the OOM killer) with their
 slots free: each is started with a parent-death signal (guest/qemu.py,
 guest/lava.py) and ends with the thread that started it.
 
-A second Ctrl-C during the stop is part of it (through()): the stop
+A second Ctrl-C during the stop is part of it (stopping()): the stop
 stays on until every guest's thread has ended.  In the main thread an
 interrupt is passed on to the program that runs there (core/proc.py:
 git is given the time it needs) before it goes on.  cli.main() prints
@@ -91,9 +91,9 @@ def stop_all():
     for stop, ended in zip(stops, done):
         threading.Thread(target=_quietly, args=(stop, ended), daemon=True).start()
     for ended in done:
-        # an Event, not join(): a join() that a second Ctrl-C interrupts
-        # marks its thread as ended while it runs on (Python 3.11)
-        through(ended.wait)
+        # an Event, not join(): a join() that a Ctrl-C interrupts marks its
+        # thread as ended while it runs on (Python 3.11)
+        ended.wait()
 
 
 def _quietly(stop, ended):
@@ -108,25 +108,37 @@ def _quietly(stop, ended):
 @contextlib.contextmanager
 def stopping():
     """stop_all(), and no guest starts until the block ends: the caller
-    waits there for the threads of its guests (through()).  A block that
+    waits there for the threads of its guests.  A further Ctrl-C, SIGTERM
+    or SIGHUP meanwhile is part of the stop under way (_held()), not a
+    reason to leave the guests' threads running unseen.  A block that
     raises leaves the stop on (the process is ending: a guest's thread
-    must still raise Stopped, never return a result to be recorded);
-    only one that ends as it should lets guests start again."""
-    stop_all()
-    yield
+    must still raise Stopped, never return a result to be recorded); only
+    one that ends as it should lets guests start again."""
+    with _held():
+        stop_all()
+        yield
     _stopping.clear()
 
 
-def through(wait):
-    """wait() (for the threads of the guests being stopped) to its end: a
-    further Ctrl-C, SIGTERM or SIGHUP meanwhile is part of the stop under
-    way, not a reason to leave the threads running (their guests are
-    ended already; what is left of their work ends in seconds)."""
-    while True:
-        try:
-            return wait()
-        except KeyboardInterrupt:
-            continue
+def _held_signal(signum, frame):
+    pass
+
+
+@contextlib.contextmanager
+def _held():
+    """In the main thread: SIGINT, SIGTERM and SIGHUP, where they would
+    raise KeyboardInterrupt (Python's handler, or ours: _raise), do
+    nothing while the block runs."""
+    saved = {}
+    if threading.current_thread() is threading.main_thread():
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(s) in (signal.default_int_handler, _raise):
+                saved[s] = signal.signal(s, _held_signal)
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
 
 
 def pause(seconds):

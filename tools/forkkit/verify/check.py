@@ -199,12 +199,12 @@ class SideBySide:
             # Ctrl-C reaches this thread only: the boots' threads end their
             # guests, record nothing and raise (core/interrupt.py).  Their
             # futures are waited for, not the pool's threads: a join() that
-            # a second Ctrl-C interrupts would leave them running unseen
-            # (Python 3.11 marks such a thread as ended)
+            # a Ctrl-C interrupts marks its thread as ended while it runs on
+            # (Python 3.11); a second Ctrl-C is held (interrupt.stopping())
             for f in futures:
                 f.cancel()          # a boot that has not started: dropped
             with interrupt.stopping():
-                interrupt.through(lambda: wait(futures))
+                wait(futures)
             raise
         self.items = [i.result() if isinstance(i, Future) else i for i in self.items]
         self.items = [i[1]() if isinstance(i, tuple) else i for i in self.items]

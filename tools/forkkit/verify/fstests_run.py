@@ -435,7 +435,8 @@ def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdi
         # closed); a further Ctrl-C while the threads end is part of the stop
         with interrupt.stopping():
             prog.say("%s: interrupted: stopping the guests of the shards" % side)
-            interrupt.through(lambda: [w.wait() for w in workers])
+            for w in workers:
+                w.wait()
         raise
     infos = [w.value for w in workers if w.exc is None]
     failed = next((w.exc for w in workers if w.exc is not None), None)
