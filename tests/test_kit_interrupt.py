@@ -155,6 +155,8 @@ def checking(kit, tmp_path):
     env = dict(os.environ, FORK_GUEST_SLOTS="2", FAKE_DIR=str(fake), FAKE_QUICK=commits[0])
     env.pop("FORK_ACCEL", None)
 
+    started = []
+
     def start(*args, slots="2"):
         out, err = tmp_path / "check.out", tmp_path / "check.err"
         with open(out, "w") as o, open(err, "w") as e:
@@ -163,10 +165,18 @@ def checking(kit, tmp_path):
                                     env=dict(env, FORK_GUEST_SLOTS=slots), stdout=o,
                                     stderr=e, cwd=str(tmp_path), start_new_session=True)
         proc.err_path = err
+        started.append(proc)
         return proc
 
     kit.start, kit.commits, kit.fakedir = start, commits, fake
-    return kit
+    yield kit
+    # a test that failed leaves nothing running: a held e2fsck ends, the
+    # check's group is killed (its guests die with it)
+    (fake / "go").touch()
+    for proc in started:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def records(kit):

@@ -171,7 +171,7 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
             unanswered = now if unanswered is None else unanswered
             if now - unanswered >= UNANSWERED_SECONDS:
                 raise
-            interrupt.pause(POLL)
+            pause(POLL)
             continue
         unanswered = None
         if job.get("state") in ("Finished", "Canceled"):
@@ -180,7 +180,13 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
             started = time.monotonic()
             if prog:
                 prog.say("LAVA job %s started on %s" % (job_id, job.get("actual_device")))
-        interrupt.pause(POLL)
+        pause(POLL)
+
+
+def pause(seconds):
+    """The pause between two polls of a job: a stop of the process's
+    guests ends it at once (interrupt.pause(): Stopped)."""
+    interrupt.pause(seconds)
 
 
 def cancel(cfg, job_id):
