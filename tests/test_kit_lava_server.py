@@ -25,7 +25,8 @@ META = {"fork.test_key": "k1", "fork.qemu": QEMU}
 
 
 class Clock:
-    """time.monotonic() and time.sleep() of lavaserver, without waiting."""
+    """time.monotonic(), time.sleep() and the pause between polls
+    (lavaserver.pause()) of lavaserver, without waiting."""
 
     def __init__(self):
         self.now = 1000.0
@@ -42,6 +43,7 @@ def clock(monkeypatch):
     c = Clock()
     monkeypatch.setattr(lavaserver, "time", types.SimpleNamespace(monotonic=c.monotonic,
                                                                   sleep=c.sleep))
+    monkeypatch.setattr(lavaserver, "pause", c.sleep)
     return c
 
 

@@ -3,6 +3,7 @@
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -58,7 +59,13 @@ def parser():
     return p
 
 
-def main(argv):
+def main(argv, die_by_signal=False):
+    """Run a verb; its exit status.  An interrupt (Ctrl-C, SIGTERM, SIGHUP)
+    prints one line and returns 128 + the signal, or with `die_by_signal`
+    (tools/fork) ends the process by that signal, as an interrupted
+    program should: a shell loop or script that runs the kit then stops
+    as well (it sees a status of 130 from a program that exited, not
+    killed, as that program's own answer, and goes on)."""
     p = parser()
     after = None
     if "--" in argv:
@@ -83,21 +90,43 @@ def main(argv):
         with interrupt.terminate_as_interrupt():
             return args.func(args) or 0
     except ForkError as exc:
-        print("fork %s: error: %s" % (args.verb, exc), file=sys.stderr)
+        say("fork %s: error: %s" % (args.verb, exc))
         return 1
     except OSError as exc:
         # a file or directory the kit cannot read or write (work/ not
         # writable, disk full, ...): one line, not a traceback
         where = exc.filename or ""
-        print("fork %s: error: %s%s: check that the path exists and is writable "
-              "(work/ is $FORK_WORKDIR, default <repo>/work)"
-              % (args.verb, exc.strerror or exc, " (%s)" % where if where else ""),
-              file=sys.stderr)
+        say("fork %s: error: %s%s: check that the path exists and is writable "
+            "(work/ is $FORK_WORKDIR, default <repo>/work)"
+            % (args.verb, exc.strerror or exc, " (%s)" % where if where else ""))
         return 1
     except KeyboardInterrupt as exc:
         # Ctrl-C, or SIGTERM/SIGHUP (interrupt.Terminated): 128 + the signal
         signum = getattr(exc, "signum", signal.SIGINT)
-        print("fork %s: interrupted%s" % (args.verb, "" if signum == signal.SIGINT else
-                                          " (%s)" % signal.Signals(signum).name),
-              file=sys.stderr)
+        say("fork %s: interrupted%s" % (args.verb, "" if signum == signal.SIGINT else
+                                        " (%s)" % signal.Signals(signum).name))
+        if die_by_signal:
+            die(signum)
         return 128 + signum
+
+
+def say(line):
+    """A line on stderr, which may be gone (`| tee` ended by the same
+    Ctrl-C, an ssh connection hung up)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
+def die(signum):
+    """End this process by `signum`, its default action (the caller has
+    cleaned up)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    os.kill(os.getpid(), signum)

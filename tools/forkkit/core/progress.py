@@ -1,5 +1,6 @@
 """Progress lines on stderr."""
 
+import errno
 import sys
 import time
 
@@ -16,4 +17,12 @@ class Progress:
         return time.monotonic() - self.t0
 
     def say(self, msg):
-        print("[%7.1fs] %s: %s" % (self.elapsed(), self.verb, msg), file=self.stream, flush=True)
+        """Print a line; a stream that is gone (`| tee` ended by the same
+        Ctrl-C, an ssh connection hung up: EPIPE, EIO) loses it, never stops
+        what the kit does next (ending its guests)."""
+        try:
+            print("[%7.1fs] %s: %s" % (self.elapsed(), self.verb, msg), file=self.stream,
+                  flush=True)
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.EIO):
+                raise

@@ -330,6 +330,10 @@ def group_sums(image):
     return c["group_blocks"], c["group_inodes"]
 
 
+# e2fsck's exit status bit "canceled by user request": its answer to SIGINT
+# and SIGTERM, never a verdict on the disk (core.proc.run() raises Ended)
+E2FSCK_CANCELED = 32
+
 E2FSCK_SUMMARY_RE = re.compile(r": (\d+)/(\d+) files \([^)]*\), (\d+)/(\d+) blocks$", re.M)
 
 
@@ -350,7 +354,7 @@ def verify_image(image, reports=(), log=None, need_statfs=True, repair=False):
     which("dumpe2fs", "e2fsprogs")
     out = {}
     if repair:
-        fix = run(["e2fsck", "-fy", image], check=False)
+        fix = run(["e2fsck", "-fy", image], check=False, canceled=E2FSCK_CANCELED)
         if log:
             with open(log, "a") as fh:
                 fh.write("$ e2fsck -fy %s\n%s%s" % (image, fix.stdout, fix.stderr))
@@ -359,7 +363,7 @@ def verify_image(image, reports=(), log=None, need_statfs=True, repair=False):
                              % (fix.returncode, (fix.stdout + fix.stderr).strip()[-300:]))
             out["counts"] = ("-", "not compared: no repaired disk")
             return out
-    proc = run(["e2fsck", "-fn", image], check=False)
+    proc = run(["e2fsck", "-fn", image], check=False, canceled=E2FSCK_CANCELED)
     if log:
         with open(log, "a") as fh:
             fh.write("$ e2fsck -fn %s\n%s%s" % (image, proc.stdout, proc.stderr))

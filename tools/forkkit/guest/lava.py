@@ -66,7 +66,7 @@ from ..core.errors import ForkError, RunnerError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
-from ..core.proc import sha256_file, tail
+from ..core.proc import dying_with_thread, sha256_file, tail
 from . import initramfs
 from .qemu import EXIT_RE, PROBLEM_RE, BootResult, disk_format, guest_output, scan
 
@@ -841,8 +841,12 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
         with GuestSlots(every=every_slot), open(lava_log, "w") as fh:
             fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
             fh.flush()
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
+            # SIGTERM, not SIGKILL, when this thread ends (the kit killed
+            # outright): lava-run cancels its job and ends the job's QEMU,
+            # which a SIGKILL of lava-run alone would leave running
+            proc = subprocess.Popen(dying_with_thread(cmd, "TERM"), stdin=subprocess.DEVNULL,
+                                    stdout=fh, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
             try:
                 # stop_all() from the main thread ends it as a Ctrl-C here does
                 with interrupt.guest(lambda: _stop(proc)):

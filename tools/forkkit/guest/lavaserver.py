@@ -158,7 +158,9 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
     started = None
     unanswered = None
     while True:
-        interrupt.check()       # the process stops its guests: the caller cancels it
+        # the process stops its guests (stop_all() has canceled the job:
+        # run_guest_server()): Stopped, at once, not after the next poll
+        interrupt.check()
         now = time.monotonic()
         if now >= (started + run_seconds if started is not None and run_seconds is not None
                    else deadline):
@@ -169,7 +171,7 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
             unanswered = now if unanswered is None else unanswered
             if now - unanswered >= UNANSWERED_SECONDS:
                 raise
-            time.sleep(POLL)
+            pause(POLL)
             continue
         unanswered = None
         if job.get("state") in ("Finished", "Canceled"):
@@ -178,7 +180,13 @@ def wait_job(cfg, job_id, deadline, prog=None, run_seconds=None):
             started = time.monotonic()
             if prog:
                 prog.say("LAVA job %s started on %s" % (job_id, job.get("actual_device")))
-        time.sleep(POLL)
+        pause(POLL)
+
+
+def pause(seconds):
+    """The pause between two polls of a job: a stop of the process's
+    guests ends it at once (interrupt.pause(): Stopped)."""
+    interrupt.pause(seconds)
 
 
 def cancel(cfg, job_id):
@@ -239,9 +247,14 @@ def run_guest_server(kernel, script, disks=(), timeout=600, smp=2, mem="2048", k
             prog.say("booting %s as LAVA job %s on %s (timeout %ds, job: %s)"
                      % (os.path.basename(kernel), job_id, cfg["url"], timeout, job_file))
             try:
-                # QUEUE_SECONDS to start; then the job's own time, the guest's in it
-                done = wait_job(cfg, job_id, t0 + QUEUE_SECONDS, prog,
-                                run_seconds=timeout + lava.MARGIN)
+                # QUEUE_SECONDS to start; then the job's own time, the guest's
+                # in it.  A stop of the process's guests (a Ctrl-C) cancels the
+                # job from the stopping thread at once, whatever this one waits
+                # for (a poll of a server slow to answer): the job never runs
+                # on after the kit has ended
+                with interrupt.guest(lambda: cancel(cfg, job_id)):
+                    done = wait_job(cfg, job_id, t0 + QUEUE_SECONDS, prog,
+                                    run_seconds=timeout + lava.MARGIN)
             except BaseException:
                 cancel(cfg, job_id)
                 raise

@@ -19,7 +19,7 @@ from ..core.errors import ForkError
 from ..core.locks import GuestSlots
 from ..core.paths import ensure_dir, new_log, wpath
 from ..core.progress import Progress
-from ..core.proc import tail
+from ..core.proc import dying_with_thread, tail
 from . import initramfs
 
 # Every kernel report that fails a boot, in the spelling of each supported
@@ -225,9 +225,10 @@ def run_guest(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm=Fals
             proc = None
             try:
                 # a process group of its own: a terminal's Ctrl-C reaches the
-                # kit, which ends QEMU (core/interrupt.py)
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh,
-                                        stderr=subprocess.STDOUT, process_group=0)
+                # kit, which ends QEMU (core/interrupt.py); SIGKILL when this
+                # thread ends, so that QEMU never outlives a kit killed outright
+                proc = subprocess.Popen(dying_with_thread(cmd), stdin=subprocess.DEVNULL,
+                                        stdout=fh, stderr=subprocess.STDOUT, process_group=0)
                 with interrupt.guest(lambda: kill_group(proc)):
                     try:
                         proc.wait(timeout=timeout)

@@ -15,7 +15,7 @@ from ..core.errors import ForkError
 from ..core.locks import Lock
 from ..core.paths import fork_entry, ktree, new_log, repo_root, wpath
 from ..core.progress import Progress
-from ..core.proc import run, which
+from ..core.proc import pass_on, run, which
 from ..guest import guesttests
 from ..guest.qemu import qemu_binary
 from ..repo import worktree
@@ -160,12 +160,16 @@ def tee(cmd, cwd, env, log):
         fh.write("$ %s\n" % " ".join(cmd))
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, errors="replace")
-        for line in proc.stdout:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-            fh.write(line)
-            lines.append(line)
-        rc = proc.wait()
+        try:
+            for line in proc.stdout:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                fh.write(line)
+                lines.append(line)
+            rc = proc.wait()
+        except KeyboardInterrupt as exc:
+            pass_on(proc, exc)      # SIGTERM/SIGHUP too, and git ends as it must
+            raise
     if lines and not lines[-1].endswith("\n"):
         sys.stderr.write("\n")
     return rc, "".join(lines)

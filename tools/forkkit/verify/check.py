@@ -185,15 +185,26 @@ class SideBySide:
     def rows(self):
         """Every row so far, in order, once its boot has ended; the first
         error of a boot, in commit order, is raised once all have ended."""
+        futures = []
         try:
-            self.items = [self.pool.submit(i[1]) if isinstance(i, tuple) and i[0] == "boot"
-                          else i for i in self.items]
-            wait([i for i in self.items if isinstance(i, Future)])
+            items = []
+            for i in self.items:
+                if isinstance(i, tuple) and i[0] == "boot":
+                    i = self.pool.submit(i[1])
+                    futures.append(i)
+                items.append(i)
+            self.items = items
+            wait(futures)
         except KeyboardInterrupt:
             # Ctrl-C reaches this thread only: the boots' threads end their
-            # guests, record nothing and raise (core/interrupt.py)
+            # guests, record nothing and raise (core/interrupt.py).  Their
+            # futures are waited for, not the pool's threads: a join() that
+            # a Ctrl-C interrupts marks its thread as ended while it runs on
+            # (Python 3.11); a second Ctrl-C is held (interrupt.stopping())
+            for f in futures:
+                f.cancel()          # a boot that has not started: dropped
             with interrupt.stopping():
-                self.close()
+                wait(futures)
             raise
         self.items = [i.result() if isinstance(i, Future) else i for i in self.items]
         self.items = [i[1]() if isinstance(i, tuple) else i for i in self.items]

@@ -10,6 +10,7 @@ from ..build.make import checkout
 from ..core.errors import ForkError
 from ..core.locks import Lock
 from ..core.paths import ensure_dir, wpath
+from ..core.proc import call
 from ..repo.git import git
 
 
@@ -34,9 +35,10 @@ def run_checkpatch_pl(root, patch):
     nogit = tempfile.mkdtemp(prefix="checkpatch-", dir=ensure_dir(wpath("tmp")))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     try:
-        return subprocess.run(["perl", script] + CHECKPATCH_ARGS + ["--root=%s" % root, "-"],
-                              input=patch, cwd=nogit, env=env, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # proc.call(): an interrupt is passed on to it (core/proc.py)
+        return call(["perl", script] + CHECKPATCH_ARGS + ["--root=%s" % root, "-"],
+                    input=patch, cwd=nogit, env=env, text=True,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     finally:
         shutil.rmtree(nogit, ignore_errors=True)
 

@@ -21,7 +21,7 @@ from ..core.paths import check_output_path, ensure_dir, new_log, repo_root, wpat
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..core.records import read_json, write_json
-from ..guest import accel, fsroot
+from ..guest import accel, fsroot, guesttests
 from ..guest.console import Follower
 from ..guest.qemu import failure_message, qemu_binary, run_guest
 from ..repo.git import rev_parse
@@ -410,6 +410,9 @@ def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdi
                         done if len(shards) == 1 else 0,
                         total if len(shards) == 1 else len(tests), n, img.config, profile,
                         guest_accel, label=label)
+            # a boot whose end the process's stop overtook (its e2fsck or
+            # debugfs still ran) is not added: the run is being interrupted
+            interrupt.check()
         except BaseException:
             release_boot(recdir, n)
             raise
@@ -427,9 +430,11 @@ def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdi
             w.wait()
     except BaseException:
         # Ctrl-C reaches this thread only: the shards' threads end their
-        # guests, add no boot and raise (core/interrupt.py)
-        prog.say("%s: interrupted: stopping the guests of the shards" % side)
+        # guests, add no boot and raise (core/interrupt.py).  The guests
+        # first, then the line (on a stderr that the same Ctrl-C may have
+        # closed); a further Ctrl-C while the threads end is part of the stop
         with interrupt.stopping():
+            prog.say("%s: interrupted: stopping the guests of the shards" % side)
             for w in workers:
                 w.wait()
         raise
@@ -582,7 +587,8 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
             for d in ("test", "scratch"):
-                proc = run(["e2fsck", "-fn", disks[d]], check=False)
+                proc = run(["e2fsck", "-fn", disks[d]], check=False,
+                           canceled=guesttests.E2FSCK_CANCELED)
                 out.write("$ e2fsck -fn %s (exit %d)\n%s%s\n" % (d, proc.returncode,
                                                                  proc.stdout, proc.stderr))
                 head = run(["dumpe2fs", "-h", disks[d]], check=False)

@@ -42,6 +42,7 @@ import uuid
 from ..build import kconfig
 from ..build.kbuild import build, kernels_dir
 from ..build.kconfig import KMEMLEAK_FLAVOURS
+from ..core import interrupt
 from ..core.errors import ForkError, RunnerError
 from ..core.paths import KIT_DIR, ensure_dir, new_log, repo_root, wpath
 from ..core.proc import files_hash, run
@@ -408,14 +409,29 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
     (guest.runners: the kit's QEMU, lava-run or a LAVA server); where it
     fails rather than the kernel (RunnerError), boot is ERROR and "error"
     says why, with no other cell reached."""
-    spec = guesttests.spec(test)
     if known is not None and not ext2_symbols:
         raise ForkError("no list of the functions fs/ext2 defines for %s: reports cannot be "
                         "told apart; rebuild it (`tools/fork build --force`)" % image)
-    cells = {"boot": "-", "test": "-", "e2fsck": "-", "counts": "-"}
-    details = {}
     # the disk is this run's own (cells of one process may run side by side)
     disk = guesttests.image_path("%s-%d-%s" % (label, os.getpid(), uuid.uuid4().hex[:8]))
+    try:
+        return _boot_and_judge(disk, image, test, timeout, prog, log, label, known,
+                               ext2_symbols, flavour, changed, runner)
+    except BaseException:
+        # an interrupted or failed run (the boot, or e2fsck and the counts
+        # after it: a Ctrl-C in the main thread) is no run: its disk is no
+        # evidence, and nothing names it
+        with contextlib.suppress(OSError):
+            os.unlink(disk)
+        raise
+
+
+def _boot_and_judge(disk, image, test, timeout, prog, log, label, known, ext2_symbols,
+                    flavour, changed, runner):
+    """run_test() on its disk `disk`, which it makes."""
+    spec = guesttests.spec(test)
+    cells = {"boot": "-", "test": "-", "e2fsck": "-", "counts": "-"}
+    details = {}
     guesttests.make_image(disk, spec.size, spec.blocksize, log=log, mkfs_args=spec.mkfs,
                           fs=spec.fs)
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
@@ -438,11 +454,6 @@ def run_test(image, test, timeout, prog, log, label, known=None, ext2_symbols=()
         return {"cells": dict(cells, boot=ERROR), "details": details,
                 "results": [], "reports": [], "accel": guest_accel, "excuse": None,
                 "error": str(exc)}
-    except BaseException:
-        # an interrupted or failed boot is no run: its disk is no evidence
-        with contextlib.suppress(OSError):
-            os.unlink(disk)
-        raise
     with open(boot.log, errors="replace") as fh:
         started = any("FORK-GUEST-START" in line for line in fh)
     expected = [re.compile(e) for e in spec.expect]
@@ -597,6 +608,9 @@ def finish_commit(cell, timeout, prog):
         prog.say("%s: not recorded: the test's inputs (ci/guest or the flavour's fragments) "
                  "changed during the run" % row["commit"][:12])
     else:
+        # a run whose end the process's stop overtook (its e2fsck still
+        # ran) is not recorded: the check is being interrupted
+        interrupt.check()
         record_run(cache_path(row["tree"], flavour, test, row["accel"], runner), row, known,
                    excuse)
     return row
