@@ -276,7 +276,8 @@ def test_the_format_covers_the_emergency_remount_case(tmp_path):
     # each reworded head that carries them
     holding = {k for k, c in before.items()
                if any(run.get("log") in failed for _, run in c["runs"])}
-    assert len(holding) >= 10 and len(holding) % 5 == 0
+    # (a reword that keeps some commits adds fewer than five new ones)
+    assert len(holding) >= 10
     assert moved == holding
     for k in moved:
         assert k[0] == "7.3" and k[2:] == ("debug", "emergency-remount")
