@@ -507,40 +507,18 @@ def test_check_runner_lava_gives_the_kits_verdict_and_names_the_runner(fake, cap
 def test_server_runner_refuses_a_job_of_another_cell(tmp_path, monkeypatch, kit):
     """run_guest_server(): a job whose definition on the server does not
     carry the cell's identity is refused, and nothing is returned."""
-    small_base(tmp_path, monkeypatch)
-    cfg = {"url": "http://127.0.0.1:1/", "token": "t"}
-    os.makedirs(os.path.dirname(lavaserver.config_path()), exist_ok=True)
-    with open(lavaserver.config_path(), "w") as fh:
-        json.dump(cfg, fh)
-    kernel = tmp_path / "k.bzImage"
-    kernel.write_bytes(b"k")
-    ksha = lava.sha256_file(kernel)
-    served = {}
-
-    def api(cfg_, path, data=None, timeout=60):
-        if path == "jobs/":
-            served["definition"] = data["definition"]
-            return {"job_ids": [7]}
-        if path == "jobs/7/logs/":
-            return job_log(["FORK-GUEST-START", "FORK-EXIT-STATUS: 0"], kernel_sha=ksha)
-        job = json.loads(served["definition"])
-        job["metadata"]["fork.test_key"] = "edited"       # the server holds another cell
-        return {"state": "Finished", "original_definition": json.dumps(job)}
-
-    monkeypatch.setattr(lavaserver, "api", api)
+    kernel = server(tmp_path, monkeypatch)
+    log = job_log(["FORK-GUEST-START", "FORK-EXIT-STATUS: 0"],
+                  kernel_sha=lava.sha256_file(kernel))
+    # the server holds another cell
+    fake_api(monkeypatch, log, meta_edit={"fork.test_key": "edited"})
     with pytest.raises(ForkError, match=r"not this cell: its metadata says "
                                         r"fork.test_key=edited \(expected k1\)"):
-        lavaserver.run_guest_server(str(kernel), "true", [], timeout=30,
+        lavaserver.run_guest_server(kernel, "true", [], timeout=30,
                                     log=str(tmp_path / "c.log"),
                                     meta={"fork.test_key": "k1"}, test="smoke")
-
-    def api_ok(cfg_, path, data=None, timeout=60):
-        if path.startswith("jobs/7/") and not path.endswith("logs/"):
-            return {"state": "Finished", "original_definition": served["definition"]}
-        return api(cfg_, path, data, timeout)
-
-    monkeypatch.setattr(lavaserver, "api", api_ok)
-    res = lavaserver.run_guest_server(str(kernel), "true", [], timeout=30,
+    fake_api(monkeypatch, log)
+    res = lavaserver.run_guest_server(kernel, "true", [], timeout=30,
                                       log=str(tmp_path / "c2.log"),
                                       meta={"fork.test_key": "k1"}, test="smoke")
     assert res.rc == 0 and res.error is None and res.lava_server_job.endswith(" 7")
@@ -569,9 +547,13 @@ def fake_api(monkeypatch, log, detail=None, meta_edit=None):
             return {"job_ids": [7]}
         if path == "jobs/7/logs/":
             return log
-        job = dict({"state": "Finished", "health": "Complete",
-                    "original_definition": served["definition"]}, **(detail or {}))
-        return job
+        definition = served["definition"]
+        if meta_edit:
+            edited = json.loads(definition)
+            edited["metadata"].update(meta_edit)
+            definition = json.dumps(edited)
+        return dict({"state": "Finished", "health": "Complete",
+                     "original_definition": definition}, **(detail or {}))
 
     monkeypatch.setattr(lavaserver, "api", api)
     return served
