@@ -217,3 +217,14 @@ def test_steps_summary_keeps_only_the_workloads_named():
     assert lines[0] == "| commit | seed | ext2 lock acquisitions per operation that change |"
     with pytest.raises(Exception, match="unknown workload"):
         docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount", "only=nodes")
+
+
+def test_summary_ratios_near_one_keep_three_decimals():
+    """%.3g printed an upper bound of 1.0046 as "1", which logs then quoted
+    as 1.000: near 1 the summary keeps three decimals, and says which
+    points the kit did not judge."""
+    lines = docs.d_bench_steps(str(ROOT), None, "20261206-184948-each-icount", "only=seed")
+    assert "| 0.999-1.000 [0.998..1.002] |" in lines[2]
+    lines = docs.d_bench_steps(str(ROOT), None, "20261206-225824-each-icount", "only=inode")
+    assert "| 0.995-1.002 [0.957..1.049] |" in lines[2]
+    assert any(l.startswith("Not judged by the kit: inode (too short") for l in lines)

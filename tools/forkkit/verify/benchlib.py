@@ -1044,6 +1044,12 @@ def steps(doc, labels, points):
     return out
 
 
+def _ratio(x):
+    """A ratio for the summary tables: three decimals near 1 (where %.3g
+    would print 1.0046 as "1"), three significant digits elsewhere."""
+    return "%.3f" % x if 0.9 <= x < 1.1 else "%.3g" % x
+
+
 def _summary_column(r):
     """The column of steps_summary() a point belongs to: its workload, and
     for statfs its filesystem size, whose cost the series changes most."""
@@ -1094,12 +1100,13 @@ def steps_summary(docs, only=None):
                     continue
                 lo = min(r["ratio"] for r in pts)
                 hi = max(r["ratio"] for r in pts)
-                rng = ("%.3g" % lo) if "%.3g" % lo == "%.3g" % hi else "%.3g-%.3g" % (lo, hi)
+                rng = _ratio(lo) if _ratio(lo) == _ratio(hi) else "%s-%s" % (_ratio(lo),
+                                                                          _ratio(hi))
                 ints = [r for r in pts if r.get("ratio_lo") is not None
                         and r.get("ratio_hi") is not None]
                 if len(ints) == len(pts):
-                    rng += " [%.3g..%.3g]" % (min(r["ratio_lo"] for r in ints),
-                                               max(r["ratio_hi"] for r in ints))
+                    rng += " [%s..%s]" % (_ratio(min(r["ratio_lo"] for r in ints)),
+                                          _ratio(max(r["ratio_hi"] for r in ints)))
                 else:
                     rng += " [no interval]"
                 row.append(rng)
@@ -1118,8 +1125,13 @@ def steps_summary(docs, only=None):
                 row.append("; ".join(changes) or "none")
             rows.append(row)
     mode, smp, accel = setting
+    unjudged = sorted({"%s (%s)" % (_summary_column(r), r["verdict"]) for d in docs
+                       for st in d["steps"] if not st["whole"] for r in st["stats"]
+                       if r["fs"] == "ext2" and _summary_column(r) in cols
+                       and "not judged" in (r.get("verdict") or "")})
+    note = (["", "Not judged by the kit: %s." % "; ".join(unjudged)] if unjudged else [])
     return md_table(["commit"] + cols + ["ext2 lock acquisitions per operation that change"],
-                    rows) + ["", "Runs %s: %s mode, %d vCPUs, %s, %s." % (
+                    rows) + note + ["", "Runs %s: %s mode, %d vCPUs, %s, %s." % (
                         ", ".join(d["run"].get("id", "?") for d in docs), mode, smp,
                         accel.upper(), ", ".join(sorted({"%d repetitions" % d["run"].get(
                             "reps", 0) + (" with the A/A control" if d["run"].get("control")
