@@ -1025,7 +1025,7 @@ def test_a_letter_that_names_its_runs_renders_them_and_may_leave_out_bench(ek):
     values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     assert not cmd_export.uses_bench(str(tmpl))
     subject, body = cmd_export.render_template(str(tmpl), values)
-    assert "| `%s` s1 | 1 [0.99..1.01] | none |" % ek.ids[0][:12] in body
+    assert "| `%s` s1 | 1.000 [0.990..1.010] | none |" % ek.ids[0][:12] in body
     cmd_export.check_measured(str(tmpl), base, ek.ids)
 
 
