@@ -28,7 +28,6 @@ import time
 from ..build.kbuild import build
 from ..core.errors import ForkError
 from ..core.paths import check_output_path, repo_root
-from ..core.proc import run
 from ..core.progress import Progress
 from ..core.records import write_json
 from ..guest import guesttests
@@ -52,12 +51,6 @@ def add_arguments(p):
     p.add_argument("--record", action="store_true",
                    help="write the run to records/frag/<id>.json")
     p.add_argument("--json", help="write the per-file figures here")
-
-
-def mke2fs_version():
-    proc = run(["mke2fs", "-V"], check=False)
-    text = (proc.stderr or "") + (proc.stdout or "")
-    return text.splitlines()[0].strip() if text.strip() else "unknown"
 
 
 def as_run(args, revs):
@@ -89,6 +82,8 @@ def main(args):
         for rev in fraglib.rep_order(revs, rep):
             res = builds[rev]
             img = fresh_image()
+            if layout is None:      # every boot gets the same image: read it once
+                layout = fraglib.layout(img)
             prog.say("repetition %d of %d: %s" % (rep, args.reps, rev))
             boot = run_guest(res.image, script, [img], timeout=900, prog=prog, label="frag")
             if not boot.ok:
@@ -98,8 +93,6 @@ def main(args):
                 raise ForkError("e2fsck after the frag workload on %s: %s" % (rev, err))
             files = fraglib.measure(img)
             os.unlink(img)
-            if layout is None:
-                layout = fraglib.layout(fresh_image())
             runs[rev].append({"rep": rep, "files": files, "summary": fraglib.summary(files),
                               "kinds": fraglib.kinds(files)})
     print("%-20s %6s %10s %14s %16s" % ("revision", "files", "fragments", "frags/file",
@@ -120,7 +113,7 @@ def main(args):
         # the archive they were booted from
         "initramfs": os.path.basename(base_archive()),
         "image": {"size": fraglib.IMAGE_SIZE, "block_size": fraglib.IMAGE_BLOCK_SIZE,
-                  "mke2fs": mke2fs_version(), "superblock": layout},
+                  "mke2fs": kernel.tool_version("mke2fs", "-V"), "superblock": layout},
         "revisions": [{"rev": rev, "commit": builds[rev].commit, "tree": builds[rev].tree,
                        "subject": git(["log", "-1", "--format=%s", builds[rev].commit]),
                        "image_sha256": builds[rev].image_sha256, "flavour": "base",
