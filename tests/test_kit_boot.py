@@ -46,6 +46,32 @@ def test_scan_clean_log(tmp_path):
                                           "FORK-WARN: cannot unmount /mnt/x"]
 
 
+# The serial console carries the kernel's messages and the guest's output
+# on one line discipline: a printk can land in the middle of a line the
+# guest is writing (seen in a bench run: "POINT id=2 iter=[    1.948612]
+# EXT4-fs (vdc): mounted ...", then "0 workload=..." on the next line).
+TANGLED = """\
+FORK-GUEST-START 9.9.1 cpus=2
+POINT id=2 iter=[    1.948612] EXT4-fs (vdc): mounted filesystem r/w without journal.\r
+[    1.948700] second kernel line\r
+0 workload=statfs fs=ext4\r
+RESULT prog=statfsbench calls=1\r
+FORK-EXIT-STA[    2.000000] reboot: late line\r
+TUS: 4\r
+"""
+
+
+def test_guest_lines_split_by_a_printk_are_joined_again(tmp_path):
+    log = write(tmp_path, TANGLED)
+    assert cmd_boot.scan(log) == (4, [])
+    assert cmd_boot.guest_output(log) == [
+        "[    1.948612] EXT4-fs (vdc): mounted filesystem r/w without journal.",
+        "[    1.948700] second kernel line",
+        "POINT id=2 iter=0 workload=statfs fs=ext4",
+        "RESULT prog=statfsbench calls=1",
+        "[    2.000000] reboot: late line"]
+
+
 def test_scan_reports_kernel_problems(tmp_path):
     log = write(tmp_path, CONSOLE + "\n".join(REPORTS) + "\n")
     rc, problems = cmd_boot.scan(log)

@@ -67,6 +67,10 @@ BLOCK_START_RE = re.compile(r"-+\[ cut here \]-+|^(\[[ \d.]+\] )?={20,}\s*$")
 BLOCK_END_RE = re.compile(r"---\[ end |^(\[[ \d.]+\] )?={20,}\s*$|FORK-EXIT-STATUS")
 BLOCK_MAX = 60
 EXIT_RE = re.compile(r"FORK-EXIT-STATUS: (\d+)")
+# A printk time stamp after the start of a line: the kernel's console
+# driver wrote into the middle of a line the guest was writing.
+MID_TS_RE = re.compile(r"(?<=.)\[\s*\d+\.\d{6}\] ")
+START_TS_RE = re.compile(r"^\[\s*\d+\.\d+\]")
 
 
 class BootResult:
@@ -145,17 +149,44 @@ def qemu_cmd(kernel, initrd, disks, smp, mem, kvm, append, icount=False, cache="
     return cmd
 
 
+def untangle(lines):
+    """Console lines with the kernel's messages taken out of the guest's.
+
+    The kernel's console driver writes a message whole, but it can start
+    in the middle of a line the guest's program is writing; the rest of
+    that line follows the message (and any further ones).  Such a line
+    comes out as the kernel's lines, then the guest's line joined again.
+    The guest never prints a printk time stamp after the start of a line,
+    so one there always marks a split."""
+    held = None
+    for line in lines:
+        line = line.rstrip("\r\n")
+        m = MID_TS_RE.search(line)
+        if m:
+            head, line = line[:m.start()], line[m.start():]
+            held = head if held is None else held + head
+        if held is not None and not START_TS_RE.match(line):
+            line, held = held + line, None
+        yield line
+    if held is not None:
+        yield held
+
+
 def scan(log):
-    """Return (exit status or None, [problem lines]) from a console log."""
+    """Return (exit status or None, [problem lines]) from a console log.
+    Problem lines are the log's own; the exit status is read from the
+    untangled lines (a printk can split its marker)."""
     rc = None
     problems = []
     with open(log, errors="replace") as fh:
         for line in fh:
+            if PROBLEM_RE.search(line):
+                problems.append(line.rstrip())
+    with open(log, errors="replace") as fh:
+        for line in untangle(fh):
             m = EXIT_RE.search(line)
             if m:
                 rc = int(m.group(1))
-            if PROBLEM_RE.search(line):
-                problems.append(line.rstrip())
     return rc, problems
 
 
@@ -271,14 +302,14 @@ def guest_output(log):
     out = []
     on = False
     with open(log, errors="replace") as fh:
-        for line in fh:
+        for line in untangle(fh):
             if "FORK-GUEST-START" in line:
                 on = True
                 continue
             if EXIT_RE.search(line):
                 break
             if on:
-                out.append(line.rstrip("\r\n"))
+                out.append(line)
     return out
 
 
