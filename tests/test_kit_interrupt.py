@@ -65,7 +65,8 @@ sys.exit(cli.main(sys.argv[1:], die_by_signal=True))    # as tools/fork
 """
 
 # QEMU: the image named in FAKE_QUICK boots, reports the disk's counts and
-# ends; any other sleeps (and then ends as a pass would).  Each writes
+# ends; any other sleeps until the test ends (and then ends as a pass
+# would).  Each writes
 # its pid to FAKE_DIR/pids/.  A SIGINT ends it as it ends QEMU (exit 0,
 # no exit status of the guest), noted in FAKE_DIR/signals/.
 FAKE_QEMU = r"""#!%(python)s
@@ -92,7 +93,13 @@ if commit == os.environ.get("FAKE_QUICK"):
     blocks, inodes = guesttests.group_sums(disk)
     print("RESULT prog=fsreport bfree=%%d ffree=%%d" %% (blocks, inodes))
 else:
-    time.sleep(20)
+    # until the test ends (its teardown touches "go"): a guest that
+    # ended on its own under a loaded machine would race the signal
+    go = os.path.join(os.environ["FAKE_DIR"], "go")
+    for _ in range(3000):
+        if os.path.exists(go):
+            break
+        time.sleep(0.1)
 print("FORK-EXIT-STATUS: 0", flush=True)
 """
 
@@ -100,7 +107,7 @@ print("FORK-EXIT-STATUS: 0", flush=True)
 # group, and then its log: a guest that ended with exit status 0.  SIGTERM
 # cancels the job: its QEMU ends (as lava-run's own handler does)
 FAKE_LAVA_RUN = """#!/bin/sh
-sleep 20 &
+sleep 300 &
 echo "$! $$" > "$FAKE_DIR/pids/lava-$$"
 trap 'kill $!; exit 143' TERM
 wait
