@@ -12,6 +12,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -26,6 +27,14 @@ FORK = TOOLS / "fork"
 PYTHON = "/usr/bin/python3"
 if str(TOOLS) not in sys.path:
     sys.path.insert(0, str(TOOLS))
+
+# A shell starts a background job with SIGINT ignored, and a program
+# inherits that: then neither this process nor the kits it starts react
+# to the Ctrl-C the interrupt tests send.  The tests stand for a program
+# run from a terminal, so SIGINT gets Python's own handler back (a child
+# started from here gets the default action).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 KVER = "9.9"
 DEBVER = "9.9.1-1"
