@@ -240,6 +240,9 @@ def test_a_shard_through_lava_run_lands_in_the_lava_store(lavafake, tmp_path, mo
     report = json.loads(Path(re.search(r"^results: (\S+)", out.out, re.M).group(1),
                              "fstests.json").read_text())
     assert report["meta"]["runner"] == "lava" and report["meta"]["runner_time"]["jobs"] == 2
+    md = Path(report["meta"]["run_dir"], "fstests.md").read_text()
+    assert re.search(r"^- runner: `lava`; time LAVA \(lava-run\) added: -?\d+ s per job "
+                     r"\(2 jobs", md, re.M), md
 
 
 def test_a_lava_failure_records_nothing_of_its_shard_and_a_rerun_resumes(

@@ -29,9 +29,11 @@ and brings ``lo`` up for the tests that talk TCP.  After every boot the
 host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
-Results are kept per kernel image (with the root, the profile and the
-accelerator) in ``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``
-(``...-kvm/`` for results under KVM, $FORK_ACCEL): ``tests.json`` and per
+Results are kept per kernel image (with the root, the profile, the
+accelerator and the runner) in
+``work/fstests/kernels/<image>-<root>-<packages>-<profile>/`` (``...-kvm/``
+for results under KVM, $FORK_ACCEL; ``...-lava/``, ``...-lava-server/``
+for --runner, below): ``tests.json`` and per
 boot the console log, fstests' results tree (``result.xml``) and the e2fsck
 output; so a base kernel's results serve every series compared with it.
 Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
@@ -47,7 +49,8 @@ and ``records/fstests/scripts``; records/README.md): the same command on a
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit
-and patches, profile and accelerator (a record that names none is TCG's).
+and patches, profile, accelerator and runner (a record that names none is
+TCG's and the kit's own QEMU's).
 Two work directories may share DIR; DIR may not be under
 ``work/fstests/kernels``.
 ``--shards N`` (default: as many as the machine has guest slots,
