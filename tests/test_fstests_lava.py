@@ -444,3 +444,35 @@ def test_the_guests_own_time_is_from_qemus_start_to_its_last_console_line():
                                                                             "stores records "
                                                                             "the guest's own "
                                                                             "time)")
+
+
+def test_a_server_jobs_queue_time_starts_when_it_is_submitted(tmp_path, monkeypatch, kit):
+    """A shard beyond the free guest slots waits for one before its job is
+    submitted: that wait (here longer than the job's QUEUE_SECONDS, on a
+    clock the test moves) is neither the queue's time nor the job's, so
+    the job is not canceled as one that did not boot in time."""
+    from test_kit_lava import fake_api, job_log, server
+    kernel = server(tmp_path, monkeypatch, "http://127.0.0.1:8000/")
+    fake_api(monkeypatch, job_log(["[    0.000000] Linux version 9.9", "FORK-GUEST-START",
+                                   "FORK-EXIT-STATUS: 0", "reboot: Restarting system"],
+                                  kernel_sha=lava.sha256_file(kernel)))
+    clock = [1000.0]
+
+    class SlotAfterAWait:
+        def __init__(self, every=False):
+            pass
+
+        def __enter__(self):
+            clock[0] += lavaserver.QUEUE_SECONDS + 600
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(lavaserver, "GuestSlots", SlotAfterAWait)
+    monkeypatch.setattr(lavaserver, "time", types.SimpleNamespace(
+        monotonic=lambda: clock[0], sleep=lambda s: None))
+    res = lavaserver.run_guest_server(kernel, "true", [], timeout=30,
+                                      log=str(tmp_path / "c.log"),
+                                      meta={"fork.test_key": "k1"}, test="smoke")
+    assert (res.rc, res.error, res.seconds) == (0, None, 0)

@@ -873,10 +873,11 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
            "--device", device_file, job_file]
     prog.say("booting %s through lava-run with %s (timeout %ds, job: %s)"
              % (os.path.basename(kernel), "KVM" if kvm else "TCG", timeout, job_file))
-    t0 = time.monotonic()
     killed = False
     try:
         with GuestSlots(every=every_slot), open(lava_log, "w") as fh:
+            # the job's time from here: a wait for a slot is not LAVA's
+            t0 = time.monotonic()
             fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
             fh.flush()
             # SIGTERM, not SIGKILL, when this thread ends (the kit killed
