@@ -117,6 +117,22 @@ def identity(test, test_key, kit, flavour, image_sha256=None, qemu=None):
     return meta
 
 
+def fstests_identity(image_sha256, root_key, root_packages, profile, fstests_commit,
+                     harness, tests, kit, qemu=None):
+    """identity() of an fstests shard's boot: the image's sha256, the guest
+    root (its key and the hash of its Debian package versions), the profile
+    key, the fstests commit, the guest script's harness key, the shard's
+    tests (in the order the guest runs them), the kit's code key and the
+    QEMU the kit names (check_identity() holds the worker to it)."""
+    meta = {"fork.test": "fstests", "fork.image_sha256": image_sha256,
+            "fork.root_key": root_key, "fork.root_packages": root_packages,
+            "fork.profile": profile, "fork.fstests_commit": fstests_commit,
+            "fork.harness": harness, "fork.tests": " ".join(tests), "fork.kit": kit}
+    if qemu:
+        meta["fork.qemu"] = qemu
+    return meta
+
+
 def check_identity(definition, expected, records=None):
     """Refuse a LAVA job's result unless the job is the cell asked for:
     its definition (the text the server holds) carries `expected` as its
@@ -624,6 +640,26 @@ def guest_seconds(records):
     return (max(times) - start).total_seconds()
 
 
+def console_seconds(records):
+    """The guest's own time in a job: from LAVA's "Boot command" record
+    (QEMU started) to the last console line the guest printed (QEMU exits
+    on the guest's reboot: -no-reboot), by LAVA's time stamps, as the kit's
+    own runner times QEMU from its start to its exit; None when QEMU never
+    started or the records carry no time.  Beside the job's wall time it
+    shows what LAVA adds to a boot (its start, the deploy, its end)."""
+    running = after_boot(records)
+    start = _when(running[0]) if running else None
+    sent = [r.get("dt", "") for r in running if r.get("lvl") == "input"]
+    first_input = min(sent) if sent else None
+    last = None
+    for r in running:
+        if r.get("lvl") == "target" and (first_input is None or r.get("dt", "") < first_input):
+            last = _when(r) or last
+    if start is None or last is None:
+        return None
+    return max(0.0, (last - start).total_seconds())
+
+
 def write_console(records, log, job_file):
     """The console log of a LAVA boot at `log`, as qemu.run_guest() writes
     one: its first line the QEMU command line (LAVA's copies of the kernel
@@ -722,7 +758,9 @@ def runner_error(records, killed=False, canceled=False, timeout=None):
 def boot_result(records, log, job_file, timeout, seconds, killed=False, canceled=False):
     """What qemu.run_guest() returns, from a finished job's `records`: the
     console (written to `log`) scanned as any boot's, the guest's exit
-    status, and a timeout where LAVA (or the kit, `killed`) stopped it.
+    status, and a timeout where LAVA (or the kit, `killed`) stopped it;
+    `seconds` is the job's wall time as the kit waited for it,
+    `guest_seconds` the guest's own (console_seconds()).
     A RunnerError where the job says nothing of the kernel (runner_error();
     `canceled`: a server's job canceled, not by the kit)."""
     write_console(records, log, job_file)
@@ -751,8 +789,8 @@ def boot_result(records, log, job_file, timeout, seconds, killed=False, canceled
                         "; first report: " + problems[0] if problems else
                         "; last lines:\n" + tail(log, 8))
     return BootResult(rc=rc if rc is not None else 255, log=log, seconds=seconds,
-                      problems=problems, error=error, output=guest_output(log),
-                      lava=job_result(records), lava_job=job_file)
+                      guest_seconds=console_seconds(records), problems=problems, error=error,
+                      output=guest_output(log), lava=job_result(records), lava_job=job_file)
 
 
 # --- running a job with lava-run ---------------------------------------------
@@ -835,10 +873,11 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
            "--device", device_file, job_file]
     prog.say("booting %s through lava-run with %s (timeout %ds, job: %s)"
              % (os.path.basename(kernel), "KVM" if kvm else "TCG", timeout, job_file))
-    t0 = time.monotonic()
     killed = False
     try:
         with GuestSlots(every=every_slot), open(lava_log, "w") as fh:
+            # the job's time from here: a wait for a slot is not LAVA's
+            t0 = time.monotonic()
             fh.write("# %s\n" % " ".join(shlex.quote(c) for c in cmd))
             fh.flush()
             # SIGTERM, not SIGKILL, when this thread ends (the kit killed

@@ -417,6 +417,8 @@ def report(root=None, base_url=None, series_list=None):
                 t["duration"] = res["seconds"]
             if res.get("message"):
                 t["misc"]["message"] = res["message"]
+            if meta.get("runner") not in (None, "qemu"):
+                t["misc"]["runner"] = meta["runner"]    # a LAVA runner booted its guest
             tests.append(t)
 
     for b in builds.values():

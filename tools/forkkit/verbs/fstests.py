@@ -29,9 +29,11 @@ and brings ``lo`` up for the tests that talk TCP.  After every boot the
 host runs ``e2fsck -fn`` on both disks and copies fstests'
 results/ tree (with ``result.xml``) out with debugfs.
 
-Results are kept per kernel image (with the root, the profile and the
-accelerator) in ``work/fstests/kernels/<image>-<root>-<packages>-<profile>/``
-(``...-kvm/`` for results under KVM, $FORK_ACCEL): ``tests.json`` and per
+Results are kept per kernel image (with the root, the profile, the
+accelerator and the runner) in
+``work/fstests/kernels/<image>-<root>-<packages>-<profile>/`` (``...-kvm/``
+for results under KVM, $FORK_ACCEL; ``...-lava/``, ``...-lava-server/``
+for --runner, below): ``tests.json`` and per
 boot the console log, fstests' results tree (``result.xml``) and the e2fsck
 output; so a base kernel's results serve every series compared with it.
 Each comparison writes ``work/fstests/runs/<key>/``: ``fstests.json``
@@ -47,7 +49,8 @@ and ``records/fstests/scripts``; records/README.md): the same command on a
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit
-and patches, profile and accelerator (a record that names none is TCG's).
+and patches, profile, accelerator and runner (a record that names none is
+TCG's and the kit's own QEMU's).
 Two work directories may share DIR; DIR may not be under
 ``work/fstests/kernels``.
 ``--shards N`` (default: as many as the machine has guest slots,
@@ -62,8 +65,31 @@ same report as one guest would.
 stopped after its current test and the run ends with what finished.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
 overrides), recorded in every result.
+
+``--runner lava`` boots each shard's guest through LAVA (``lava-run``,
+Debian's lava-dispatcher, as root) on a job the kit writes, ``--runner
+lava-server`` through a LAVA server's worker (``tools/fork lava up``):
+the same kernel, initramfs, guest script and four disks (the root's
+copy-on-write overlay as qcow2, test, scratch and results: the kit's own
+files, read by the host's e2fsck and debugfs after the job), the job's
+metadata naming the image's sha256, the root, the profile, the fstests
+commit and the shard's tests; the statuses are the kit's, from the
+console and result.xml, as with its own QEMU.  The runner is part of the
+store's name as the accelerator is: ``<store>-lava`` and
+``<store>-lava-server`` (after ``-kvm``: ``<store>-kvm-lava``), in
+work/fstests/kernels and in the --record directory, so a test run both
+ways has two results to compare and neither answers for the other; every
+boot names its runner (a store or record that names none is the kit's
+QEMU's).  Where LAVA fails rather than the kernel (lava-run missing, no
+kernel in the job's console, the server does not answer), the run ends
+with one line naming the shard; no boot of that shard is recorded, and
+the same command runs its tests again.  Each boot records the job's wall
+time (``seconds``) and the guest's own (``guest_seconds``: from QEMU's
+start to the guest's last console line, by LAVA's time stamps); the run
+ends with the time LAVA added per job.
 """
 
+from ..guest.runners import RUNNERS
 from ..repo.series import PRIMARY
 from ..verify import fstests
 from ..verify.fstests_run import run_fstests
@@ -92,6 +118,12 @@ def add_arguments(p):
                    help="split each kernel's tests into N shards balanced by their recorded "
                         "times and boot them at once, a guest each (default: the guest slots, "
                         "FORK_GUEST_SLOTS; a shard beyond them waits for a free one)")
+    p.add_argument("--runner", default="qemu", choices=RUNNERS,
+                   help="what boots each shard's guest (default: %(default)s): qemu (the "
+                        "kit's own), lava (LAVA's lava-run on a job the kit writes), "
+                        "lava-server (a LAVA server's worker: `tools/fork lava up`); the "
+                        "results go to a store of the runner's own (<store>-lava, "
+                        "<store>-lava-server)")
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",

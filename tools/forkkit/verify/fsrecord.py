@@ -9,10 +9,12 @@ that kernel has finished into DIR/<store>/, a directory to commit:
     kernel.json   what produced the results: the image's full sha256, the
                   commit, tree and kernel version, the guest root's key and
                   the hash of its Debian package versions, the fstests
-                  commit and patches, the profile
+                  commit and patches, the profile, the accelerator and
+                  the runner
     tests.json    every finished test: status, seconds, message
     boots.json    every boot: tests asked and done, e2fsck of both disks,
-                  kernel reports, time, its guest script (guest_script,
+                  kernel reports, its runner, its time (the runner's
+                  and the guest's own), its guest script (guest_script,
                   the sha256 of DIR/../scripts/<sha256>.sh) and time limit
     boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
 
@@ -27,14 +29,17 @@ in the record are relative to the record (boot-<n>/...) or to the work
 directory.
 
 <store> is the name of the kit's own store for that kernel
-(<image sha256[:16]>-<root key>-<root packages>-<profile>, and -kvm for
-results under KVM: store_name()).  The next
+(<image sha256[:16]>-<root key>-<root packages>-<profile>, then -kvm for
+results under KVM, then -lava or -lava-server for results whose guests
+LAVA booted: store_name()).  The next
 part, here or on a fresh machine, builds the same commit and gets the
 same image (kbuild's builds are reproducible: fixed timestamp, user, host
 and build number), finds the record by that name and runs only what is
 missing.  Another image, another root or other package versions give
 another name: nothing recorded for something else is reused, nor what
-was recorded under another accelerator (kernel.json's accel; none is TCG).
+was recorded under another accelerator (kernel.json's accel; none is TCG)
+or through another runner (kernel.json's runner; none is the kit's own
+QEMU, "qemu").
 """
 
 import hashlib
@@ -51,23 +56,46 @@ from ..core.records import write_json, write_text
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
-            "fstests_patches", "accel")
-# what a record without the key was made with (accel: before the kit knew KVM)
-IDENTITY_DEFAULTS = {"accel": "tcg"}
+            "fstests_patches", "accel", "runner")
+# what a record without the key was made with (accel: before the kit knew
+# KVM; runner: before a LAVA runner booted fstests' guests)
+IDENTITY_DEFAULTS = {"accel": "tcg", "runner": "qemu"}
+# the runners whose results are stores of their own, by their name's suffix
+# (guest/runners.py RUNNERS but the kit's own QEMU, which names none)
+LAVA_RUNNERS = ("lava", "lava-server")
 PATH_KEYS = ("dir", "console", "xunit")
 
 
-def store_name(image_sha256, root_key, packages, profile, accel="tcg"):
+def store_name(image_sha256, root_key, packages, profile, accel="tcg", runner="qemu"):
     """The name of a kernel's store in work/fstests/kernels and in a
     --record directory; results under KVM are another store (a TCG store
-    names no accelerator, as before the kit knew KVM)."""
-    return "%s-%s-%s-%s%s" % (image_sha256[:16], root_key, packages, profile,
-                              "" if accel == "tcg" else "-" + accel)
+    names no accelerator, as before the kit knew KVM), and so are results
+    whose guests a LAVA runner booted: `-kvm` first, then `-lava` or
+    `-lava-server` (a store of the kit's own QEMU names no runner), as the
+    check cache's key names them (verify/kernel.py cache_key())."""
+    if runner not in (None, "qemu") + LAVA_RUNNERS:
+        raise ForkError("unknown runner %r: choose one of qemu, %s"
+                        % (runner, ", ".join(LAVA_RUNNERS)))
+    return "%s-%s-%s-%s%s%s" % (image_sha256[:16], root_key, packages, profile,
+                                "" if accel == "tcg" else "-" + accel,
+                                "" if runner in (None, "qemu") else "-" + runner)
+
+
+def store_runner(name):
+    """What booted the guests of a store's results, from its name
+    (store_name()): "lava", "lava-server" or the kit's own "qemu"."""
+    for runner in sorted(LAVA_RUNNERS, key=len, reverse=True):
+        if name.endswith("-" + runner):
+            return runner
+    return "qemu"
 
 
 def store_accel(name):
     """The accelerator a store's results were produced under, from its
     name (store_name())."""
+    runner = store_runner(name)
+    if runner != "qemu":
+        name = name[:-len(runner) - 1]
     return "kvm" if name.endswith("-kvm") else "tcg"
 
 

@@ -24,6 +24,7 @@ from ..core.tables import md_cell, md_table
 from ..guest.qemu import PROBLEM_RE
 from ..guest import scripts
 from ..guest.reports import signature
+from ..guest.runners import NAMES as RUNNER_NAMES
 
 # test ids fstests' check takes (tests/<dir>/<number>)
 TEST_RE = re.compile(r"^(generic|ext4|shared|perf|selftest)/(\d{3,})$")
@@ -541,6 +542,28 @@ def why(row):
     return md_cell(b if b == s or not s else "%s / series: %s" % (b or "-", s))
 
 
+def runner_time(boots):
+    """What a LAVA runner added to the boots `boots` (those of a run's
+    stores, all through one runner): {"jobs", "job_seconds",
+    "guest_seconds", "added_per_job"} over the boots that record both the
+    job's wall time ("seconds") and the guest's own ("guest_seconds")."""
+    timed = [b for b in boots if isinstance(b.get("seconds"), (int, float))
+             and isinstance(b.get("guest_seconds"), (int, float))]
+    job = sum(b["seconds"] for b in timed)
+    guest = sum(b["guest_seconds"] for b in timed)
+    return {"jobs": len(timed), "job_seconds": round(job, 1), "guest_seconds": round(guest, 1),
+            "added_per_job": round((job - guest) / len(timed), 1) if timed else None}
+
+
+def runner_time_line(runner, t):
+    """runner_time() of `runner`'s boots in one line."""
+    what = "time %s added" % RUNNER_NAMES.get(runner, runner)
+    if not t["jobs"]:
+        return "%s: not measured (no boot of these stores records the guest's own time)" % what
+    return "%s: %.0f s per job (%d jobs: %.0f s of jobs, %.0f s of it the guests' own)" % (
+        what, t["added_per_job"], t["jobs"], t["job_seconds"], t["guest_seconds"])
+
+
 def markdown(meta, rows, excluded):
     """The run as markdown: what ran, totals, per-test table (with why a
     test did not pass), the reasons for not running, command."""
@@ -565,6 +588,9 @@ def markdown(meta, rows, excluded):
             "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a")]
     if "reports_summary" in meta:
         out.append("- kernel reports in the consoles: %s" % meta["reports_summary"])
+    if meta.get("runner") not in (None, "qemu"):
+        out.append("- runner: `%s`; %s" % (meta["runner"], runner_time_line(
+            meta["runner"], meta.get("runner_time") or runner_time([]))))
     if meta.get("record"):
         out.append("- results recorded in `%s/<kernel>/` (per kernel: kernel.json, tests.json, "
                    "boots.json, boot-N/)" % meta["record"])

@@ -15,19 +15,19 @@ import uuid
 
 from ..build.kbuild import build, kernels_dir
 from ..core import interrupt
-from ..core.errors import ForkError
+from ..core.errors import ForkError, RunnerError
 from ..core.locks import DirLock, guest_slot_count
 from ..core.paths import check_output_path, ensure_dir, new_log, repo_root, wpath
 from ..core.progress import Progress
 from ..core.proc import run, which
 from ..core.records import read_json, write_json
-from ..guest import accel, fsroot, guesttests
+from ..guest import accel, fsroot, guesttests, lava, runners
 from ..guest.console import Follower
 from ..guest.qemu import failure_message, qemu_binary, run_guest
 from ..repo.git import rev_parse
 from ..repo.series import PRIMARY, Series
 from . import fsrecord, fstests
-from .kernel import kit_key
+from .kernel import kit_key, tool_version
 
 # seconds a boot gets beyond the test time limit: boot, mkfs, report, power off
 BOOT_MARGIN = 600
@@ -65,6 +65,8 @@ def repeat_command(args, revs, tests, group):
         parts += ["--time-limit", str(args.time_limit)]
     if getattr(args, "shards", None):
         parts += ["--shards", str(args.shards)]
+    if getattr(args, "runner", None) not in (None, "qemu"):
+        parts += ["--runner", args.runner]
     if args.record:
         parts += ["--record", args.record]
     parts += tests
@@ -106,6 +108,7 @@ def run_fstests(args):
     if args.record:
         check_record_dir(args.record)
     nshards = shard_count(args)
+    runner = getattr(args, "runner", None) or "qemu"
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
@@ -113,6 +116,8 @@ def run_fstests(args):
     for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
         which(prog_name, "e2fsprogs")
     which("qemu-img", "qemu-utils")
+    # a LAVA runner this machine cannot use is refused before the builds
+    runners.check_ready(runner)
     exclude = fstests.parse_exclude()
     log = new_log("fstests-root")
     root = fsroot.ensure_root(prog, log)
@@ -135,11 +140,12 @@ def run_fstests(args):
     packages = fsrecord.packages_key(root)
     identity = {"root_key": root["key"], "root_packages": packages, "profile": profile_key,
                 "fstests_commit": root["fstests_commit"], "fstests_patches": patched,
-                "accel": guest_accel}
+                "accel": guest_accel, "runner": runner}
     stores, recdirs = {}, {}
     run_id = hashlib.sha256("\n".join([commits[0], commits[1], root["key"], profile_key,
                                        " ".join(chosen)]
-                                      + ([guest_accel] if guest_accel != "tcg" else []))
+                                      + ([guest_accel] if guest_accel != "tcg" else [])
+                                      + ([runner] if runner != "qemu" else []))
                             .encode()).hexdigest()[:16]
     rundir = ensure_dir(wpath("fstests", "runs", run_id))
     command = repeat_command(args, revs, tests, args.group)
@@ -148,7 +154,7 @@ def run_fstests(args):
             "root_key": root["key"], "suite": root["inputs"]["suite"],
             "fstests_patches": patched, "record": args.record, "root_packages": packages,
             "profile": profile, "tests": chosen, "excluded": excluded,
-            "run_dir": rundir, "accel": guest_accel}
+            "run_dir": rundir, "accel": guest_accel, "runner": runner}
     with open(os.path.join(rundir, "command.txt"), "w") as fh:
         fh.write(command + "\n")
     prog.say("run directory %s" % rundir)
@@ -164,10 +170,12 @@ def run_fstests(args):
             img = images[side]
             meta[side] = {"rev": revs[n], "commit": commits[n], "image": img.image,
                           "image_sha256": img.image_sha256, "version": img.version}
-            # results are kept per kernel image (and root, profile and
-            # accelerator): a base run serves every series compared with it
+            # results are kept per kernel image (and root, profile,
+            # accelerator and runner): a base run serves every series
+            # compared with it, and a LAVA runner's results are never the
+            # kit's own QEMU's, nor the reverse
             name = fsrecord.store_name(img.image_sha256, root["key"], packages, profile_key,
-                                       guest_accel)
+                                       guest_accel, runner)
             store = stores[side] = ensure_dir(wpath("fstests", "kernels", name))
             rpath = os.path.join(store, "tests.json")
             bpath = os.path.join(store, "boots.json")
@@ -205,7 +213,7 @@ def run_fstests(args):
                 shards = fstests.split_shards(todo, seconds, nshards)
                 infos, failed = boot_shards(
                     side, img, shards, budget, store, root, prog, len(chosen) - len(todo),
-                    len(chosen), recdir, ident, commits[n], profile, guest_accel)
+                    len(chosen), recdir, ident, commits[n], profile, guest_accel, runner)
                 with DirLock(store):
                     results[side] = read_json(rpath, {})
                 if recdir and infos:
@@ -235,6 +243,9 @@ def run_fstests(args):
     meta["report_kinds"] = kinds
     meta["reports_summary"] = fstests.reports_summary(kinds, missing,
                                                       len(consoles) - len(missing))
+    if runner != "qemu":
+        # the time LAVA adds per job: each boot's job against its guest's own
+        meta["runner_time"] = fstests.runner_time(boots)
     report = {"meta": meta, "tests": rows, "boots": boots,
               "totals": {s: fstests.totals(rows, s) for s in SIDES}}
     write_json(os.path.join(rundir, "fstests.json"), report)
@@ -255,6 +266,8 @@ def run_fstests(args):
             s, tot["pass"], tot["fail"], tot["notrun"], tot["seconds"]))
     print("e2fsck -fn after each boot: %s" % meta["e2fsck"])
     print("kernel reports in the consoles: %s" % meta["reports_summary"])
+    if runner != "qemu":
+        print(fstests.runner_time_line(runner, meta["runner_time"]))
     print("results: %s (fstests.json, fstests.md; per boot console.log, results/, e2fsck.txt "
           "under %s)" % (rundir, ", ".join(stores[s] for s in SIDES if s in stores)))
     print("repeat: %s" % command)
@@ -395,13 +408,24 @@ def recorded_seconds(tops, guest_accel):
     return out
 
 
+def shard_name(side, i, count, n, tests):
+    """A shard in one line: its kernel's side, its number, its boot and
+    its tests (the first three)."""
+    return "%s shard %d/%d (boot %d; %d test%s: %s%s)" % (
+        side, i + 1, count, n, len(tests), "" if len(tests) == 1 else "s",
+        ", ".join(tests[:3]), " and %d more" % (len(tests) - 3) if len(tests) > 3 else "")
+
+
 def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdir, ident,
-                commit, profile, guest_accel):
+                commit, profile, guest_accel, runner="qemu"):
     """Boot `img` once per shard (a list of tests), all at once, each in a
-    guest slot of its own (run_guest waits for one), and add each boot to
+    guest slot of its own (the runner waits for one), and add each boot to
     the store and the record as it ends.  Returns (the boots' records, the
-    first error a shard raised or None): the other shards run on and are
-    kept.  One shard runs in this thread, as the kit did before shards."""
+    first error a shard raised or None; a ForkError names its shard): the
+    other shards run on and are kept.  A shard whose runner failed (a LAVA
+    job: RunnerError) or whose boot failed otherwise adds no boot and gives
+    its number back; the same command runs its tests again.  One shard runs
+    in this thread, as the kit did before shards."""
     def one(i, tests):
         n = next_boot(store, read_json(os.path.join(store, "boots.json"), []), recdir)
         label = side if len(shards) == 1 else "%s shard %d/%d" % (side, i + 1, len(shards))
@@ -409,10 +433,20 @@ def boot_shards(side, img, shards, budget, store, root, prog, done, total, recdi
             info = boot(side, img.image, tests, budget, store, root, prog,
                         done if len(shards) == 1 else 0,
                         total if len(shards) == 1 else len(tests), n, img.config, profile,
-                        guest_accel, label=label)
+                        guest_accel, label=label, runner=runner, ident=ident)
             # a boot whose end the process's stop overtook (its e2fsck or
             # debugfs still ran) is not added: the run is being interrupted
             interrupt.check()
+        except RunnerError as exc:
+            release_boot(recdir, n)
+            raise ForkError("%s: error of the runner %s, no verdict: %s; no boot of it is "
+                            "recorded: run the same command again to run its tests"
+                            % (shard_name(side, i, len(shards), n, tests), runner, exc)) \
+                from None
+        except ForkError as exc:
+            release_boot(recdir, n)
+            raise ForkError("%s: %s" % (shard_name(side, i, len(shards), n, tests), exc)) \
+                from None
         except BaseException:
             release_boot(recdir, n)
             raise
@@ -535,6 +569,17 @@ def merge_record(recdir, ident, results, rpath, bpath, side, prog):
     return results
 
 
+def lava_identity(ident, profile, tests):
+    """The LAVA job's metadata of a shard (lava.fstests_identity()): the
+    kernel's identity in the store (`ident`), the harness, the shard's
+    tests, the kit and the QEMU this machine names."""
+    return lava.fstests_identity(ident.get("image_sha256"), ident.get("root_key"),
+                                 ident.get("root_packages"), ident.get("profile"),
+                                 ident.get("fstests_commit"), fstests.harness_key(profile),
+                                 tests, kit_key(), tool_version("qemu-system-x86_64",
+                                                                "--version"))
+
+
 def root_overlay(image, overlay):
     """A copy-on-write overlay of the fstests root `image` at `overlay`
     (qcow2, backed by the raw image): the guests that run at once share
@@ -548,10 +593,14 @@ def root_overlay(image, overlay):
 
 
 def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
-         profile=None, guest_accel="tcg", label=None):
+         profile=None, guest_accel="tcg", label=None, runner="qemu", ident=None):
     """One guest run of `tests` on `kernel` (whose .config is `config`);
     returns the boot's record.  Its console log, results tree and e2fsck
-    output go to store/boot-<n>."""
+    output go to store/boot-<n>.  `runner` boots the guest
+    (guest/runners.py): the kit's QEMU, or a LAVA job that names the
+    shard by `ident` (the kernel's identity: image, root, profile, fstests)
+    and its tests and is given the same four disks (the root's overlay as
+    qcow2).  A RunnerError where LAVA failed, not the kernel."""
     if not config or not os.path.isfile(config):
         raise ForkError("no kernel config beside %s (%s): fstests' quota tests read it; "
                         "run `tools/fork build REV --config fstests --no-patchcheck` to store it"
@@ -579,11 +628,13 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
         log = os.path.join(bdir, "console.log")
         prog.say("%s boot %d: %d tests on %s (test time limit %ds)"
                  % (label or side, n, len(tests), os.path.basename(kernel), limit))
-        res = run_guest(kernel, script, [disks[d] for d in ("root", "test", "scratch",
-                                                             "results")],
-                        timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
-                        follow=TestFollower(log, label or side, done, total, prog),
-                        kvm=guest_accel == "kvm")
+        boot_fn = run_guest if runner in (None, "qemu") else runners.boot_function(
+            runner, lava_identity(ident or {}, profile, tests), "fstests")
+        res = boot_fn(kernel, script, [disks[d] for d in ("root", "test", "scratch",
+                                                           "results")],
+                      timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
+                      follow=TestFollower(log, label or side, done, total, prog),
+                      kvm=guest_accel == "kvm")
         fsck = {}
         with open(os.path.join(bdir, "e2fsck.txt"), "w") as out:
             for d in ("test", "scratch"):
@@ -628,7 +679,13 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
              % (side, n, len(records), ", ".join("%d %s" % (counts[s], s)
                                                 for s in fstests.STATUSES),
                 res.seconds, fsck["test"], fsck["scratch"]))
-    return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log, "seconds": round(res.seconds),
+    # the runner's wall time (QEMU's; a LAVA job's, as the kit waited for
+    # it) and the guest's own (QEMU's; by LAVA's time stamps), which LAVA
+    # may not give (None)
+    guest_secs = getattr(res, "guest_seconds", res.seconds)
+    return {"side": side, "n": n, "id": uuid.uuid4().hex[:16], "dir": bdir, "console": log,
+            "seconds": round(res.seconds), "runner": runner or "qemu",
+            "guest_seconds": round(guest_secs) if guest_secs is not None else None,
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
