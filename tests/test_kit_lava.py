@@ -152,6 +152,30 @@ def test_panic_and_timeout_and_no_exit_status(tmp_path):
     assert res.error and "timed out" in res.error and not res.ok
 
 
+def test_a_log_that_ends_without_the_jobs_result_is_an_error(tmp_path):
+    """lava-run killed from outside (or a worker gone) in the middle of a
+    guest's run: its log stops after some console lines, with no job
+    result.  The guest did not end and LAVA did not end the job: no
+    verdict on the kernel (the kit's QEMU runner never sees this case)."""
+    log = str(tmp_path / "c.log")
+    text = job_log(["FORK-GUEST-START 9.9 cpus=2", "run fstests generic/002 at 2026"])
+    cut = text[:text.index('"lvl": "input"')]
+    cut = cut[:cut.rindex("\n") + 1]
+    with pytest.raises(RunnerError) as exc:
+        lava.boot_result(lava.parse_records(cut), log, "job.yaml", 60, 3.0)
+    assert "without LAVA's result of the job" in str(exc.value)
+    # a console that shows the guest's end or a kernel report is judged
+    done = job_log(["FORK-GUEST-START 9.9 cpus=2", "FORK-EXIT-STATUS: 0"])
+    done = done[:done.index('"lvl": "input"')]
+    done = done[:done.rindex("\n") + 1]
+    assert lava.boot_result(lava.parse_records(done), log, "job.yaml", 60, 3.0).rc == 0
+    oops = job_log(["FORK-GUEST-START 9.9 cpus=2", "[ 2.0] Kernel panic - not syncing: x"])
+    oops = oops[:oops.index('"lvl": "input"')]
+    oops = oops[:oops.rindex("\n") + 1]
+    res = lava.boot_result(lava.parse_records(oops), log, "job.yaml", 60, 3.0)
+    assert not res.ok and res.problems
+
+
 def test_no_qemu_started_is_an_error_not_a_verdict(tmp_path):
     text = rec("results", {"case": "job", "definition": "lava", "result": "fail",
                            "error_type": "Infrastructure", "error_msg": "Unable to download"})
@@ -468,6 +492,44 @@ def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, m
     assert job["metadata"] == {"fork.kit": "x", "fork.image_sha256": lava.sha256_file(kernel)}
     # the initramfs the job named was the runner's own and is gone
     assert not os.path.exists(job["actions"][0]["deploy"]["images"]["ramdisk"]["url"][7:])
+
+
+def test_what_a_killed_lava_run_leaves_running_is_ended(kit, tmp_path, monkeypatch):
+    """lava-run killed from outside leaves its QEMU (here a sleep in its
+    process group) running on the cell's disks: it is ended before the
+    kit reads them, and the job is an error of the runner."""
+    prog = tmp_path / "lava-run"
+    prog.write_text("#!/bin/sh\nsleep 300 &\necho $! > \"$PIDS\"\nhead -c 900 \"$LOG\"\n"
+                    "kill -9 $$\n")
+    prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
+    log = tmp_path / "canned.log"
+    log.write_text(job_log(["FORK-GUEST-START 9.9", "working"],
+                           kernel_sha=lava.sha256_file(kernel)))
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("LOG", str(log))
+    monkeypatch.setenv("PIDS", str(pids))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
+    monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
+    small_base(tmp_path, monkeypatch)
+    disk = tmp_path / "d.img"
+    disk.write_bytes(b"\0" * 512)
+    with pytest.raises(RunnerError):
+        lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
+                            log=str(tmp_path / "c.log"), meta={"fork.kit": "x"}, test="smoke")
+    pid = int(pids.read_text())
+    for _ in range(100):
+        try:
+            with open("/proc/%d/stat" % pid) as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except OSError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the killed lava-run's QEMU still runs")
 
 
 def test_check_runner_lava_gives_the_kits_verdict_and_names_the_runner(fake, capsys,

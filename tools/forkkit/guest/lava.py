@@ -719,6 +719,9 @@ def runner_error(records, killed=False, canceled=False, timeout=None):
       kit's deadline) and the console shows no kernel report and no exit
       status but 0: no hang is shown, and an exit status 0 without the
       guest's reboot is no pass;
+    * the job's log ends without LAVA's result of the job (lava-run killed
+      from outside, a worker gone) and the console shows neither the
+      guest's exit status nor a kernel report: nobody ended the job;
     * the kernel ran, but neither the guest's exit status nor a kernel
       report is in the console and LAVA ended the job on an error of its
       own (LAVA_OWN_ERRORS, or a server's job `canceled` by someone other
@@ -736,6 +739,11 @@ def runner_error(records, killed=False, canceled=False, timeout=None):
             lava_says(records), "; last console line: %s" % _one_line(last, 200) if last else "")
     if timed_out(records):
         return None
+    if not killed and not canceled and not status and not reported and \
+            job_result(records).get("result") == "unknown":
+        return "the job's log ends without LAVA's result of the job (lava-run or the " \
+            "worker ended before the job did), with no exit status and no kernel report " \
+            "in the console"
     if killed:
         if not had_its_time(records, timeout) and not reported and not any(status):
             return "the kit stopped the job at its deadline after %s of the guest's time, " \
@@ -830,6 +838,15 @@ def prepare(kernel, script, disks, timeout, smp, mem, kvm, append, log, label, c
     return jobdir, job_file, device_file, initrd, job
 
 
+def _end_group(proc):
+    """SIGKILL whatever still runs in the process group of `proc`, which
+    has ended (a group outlives its leader while a member runs)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _stop(proc, grace=60):
     """End lava-run (and with it its QEMU): SIGTERM (it cancels the job),
     then SIGKILL."""
@@ -896,6 +913,10 @@ def run_guest_lava(kernel, script, disks=(), timeout=600, smp=2, mem="2048", kvm
             except BaseException:
                 _stop(proc)
                 raise
+            # what lava-run left of its process group (its QEMU, when
+            # lava-run was killed from outside) ends before the kit reads
+            # the disks and gives the slot back
+            _end_group(proc)
     finally:
         try:
             os.unlink(initrd)

@@ -81,9 +81,11 @@ work/fstests/kernels and in the --record directory, so a test run both
 ways has two results to compare and neither answers for the other; every
 boot names its runner (a store or record that names none is the kit's
 QEMU's).  Where LAVA fails rather than the kernel (lava-run missing, no
-kernel in the job's console, the server does not answer), the run ends
-with one line naming the shard; no boot of that shard is recorded, and
-the same command runs its tests again.  Each boot records the job's wall
+kernel in the job's console, a job log that ends without LAVA's result,
+an error of LAVA's own, the server does not answer), the run ends with
+one line naming the shard; no boot of that shard is recorded, and the
+same command runs its tests again.  A job whose QEMU ended in the middle
+of a test is judged as the kit's own QEMU's: that test failed.  Each boot records the job's wall
 time (``seconds``) and the guest's own (``guest_seconds``: from QEMU's
 start to the guest's last console line, by LAVA's time stamps); the run
 ends with the time LAVA added per job.
