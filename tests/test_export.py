@@ -1120,3 +1120,95 @@ def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(e
     values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     with pytest.raises(ForkError, match="cannot be checked"):
         cmd_export.render_template(str(tmpl), values)
+
+
+# -- @@ check-summary: the check tables of a head, summarized ----------------------
+
+def summary_tables(ek, head, commits, names=("base-stress", "kcsan-stress")):
+    """Tables under records/checks/9.9/<head>/, each a passing row of the
+    base and of every commit of `commits` (their trees)."""
+    d = ek.repo / "records" / "checks" / KVER / head
+    d.mkdir(parents=True, exist_ok=True)
+    base = ek.rev("distro/9.9")
+    for name in names:
+        flavour, test = name.split("-", 1)
+        rows = []
+        for k, c in enumerate([base] + list(commits)):
+            rows.append({"commit": c, "tree": ek.rev(c + "^{tree}"),
+                         "subject": ek.git("log", "-1", "--format=%s", c),
+                         "flavour": flavour, "test": test, "details": {}, "passed": True,
+                         "cells": {x: "pass" for x in ("checkpatch", "build", "boot", "test",
+                                                       "e2fsck", "counts")},
+                         "log": "logs/check-%s-2026010%d-000000.log"
+                                % (c[:12], names.index(name) + 1)})
+        (d / ("%s.json" % name)).write_text(json.dumps(rows))
+
+
+def test_a_letter_summarizes_the_check_tables_of_its_own_trees(ek):
+    """The tables of the series' head, and those carried to a reword of it
+    (other commit ids, the same trees), are summarized in the letter."""
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    summary_tables(ek, "head", ek.ids)
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n\n{summary}\n{check_table}\nEvery other check:\n\n"
+                    "@@ check-summary 9.9 head\n{base}\n{changelog}\n{range_diff}\n")
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    assert "Every other check:\n\n- base, stress: passes on all 3 patches (3 runs). The " \
+        "base passes in its\n  1 run.\n- kcsan, stress: passes on all 3 patches" in body
+    # a reword: new commit ids, the same trees
+    reworded = cmd_export.mail_commits(base, ek.ids, ("Someone Else", "else@example.org"))
+    assert reworded != ek.ids
+    summary_tables(ek, "head", reworded)
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
+
+
+def test_a_letter_summarizing_other_trees_is_refused_in_one_line(ek):
+    """A head of another version of the series (one tree differs), a head
+    whose tables lack a commit or the base, and a line without its two
+    arguments are refused, in one line that says what to do; the verb
+    writes nothing."""
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ check-summary 9.9 head\n")
+    # v2: its second commit another tree
+    scratch = ek.tmp / "scratch"
+    ek.git("checkout", "-q", "-b", "v2", ek.ids[0], cwd=scratch)
+    (scratch / "fs" / "ext2" / "inode.c").write_text("/* inode line 5: scalable v2 */\n")
+    ek.git("commit", "-q", "-am", "ext2: scale inode allocation", cwd=scratch)
+    ek.git("push", "-q", "-f", str(ek.ktree), "v2:refs/heads/v2", cwd=scratch)
+    v2 = ek.ids[:1] + [ek.rev("v2")]
+    summary_tables(ek, "head", v2)
+    with pytest.raises(ForkError) as e:
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    msg = str(e.value)
+    assert "\n" not in msg and "`@@ check-summary 9.9 head`" in msg
+    assert "1 commit of other trees (%s" % v2[1][:12] in msg
+    assert "no row of 2/3 %s, 3/3 %s" % (ek.ids[1][:12], ek.ids[2][:12]) in msg
+    assert "tools/fork check --carry" in msg
+    # the series' own commits, but one table without the base and 3/3
+    shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
+    summary_tables(ek, "head", ek.ids[:2])
+    with pytest.raises(ForkError, match=r"no row of 3/3 %s\)" % ek.ids[2][:12]):
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    for line in ("@@ check-summary 9.9", "@@ check-summary 9.9 head extra"):
+        tmpl.write_text("subject\n%s\n" % line)
+        with pytest.raises(ForkError, match="check-summary takes VER HEAD"):
+            cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    # through the verb: the primary series' letter names the head of v2
+    summary_tables(ek, "head", v2)
+    letter = ek.repo / "mailing" / "cover-letter.tmpl"
+    letter.write_text(letter.read_text().replace(
+        "{check_table}\n", "{check_table}\n\n@@ check-summary 9.9 head\n", 1))
+    ek.commit_repo("letter")
+    res = ek.fork("export")
+    assert res.rc == 1, res
+    # the progress lines, then the refusal in one line
+    err = [l for l in res.err.strip().splitlines() if not l.startswith("[")]
+    assert len(err) == 1 and "summarizes tables that did not check the series" in err[0], err
+    assert "Traceback" not in res.err
+    assert_nothing_written(ek, 1)

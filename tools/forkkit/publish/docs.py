@@ -17,6 +17,7 @@ import inspect
 import json
 import os
 import re
+import textwrap
 import types
 
 from ..build.kconfig import FLAVOURS
@@ -149,6 +150,219 @@ def d_base_reports(root, ctx, ver):
         return ["No run of the %s base snapshot on record showed a kernel report." % ver]
     return md_table(["flavour and test", "report (signature)",
                      "tables showing it, of the base's runs", "first record"], rows)
+
+
+# -- @@ check-summary: the whole check matrix of a head, in a few lines ----------
+
+SUMMARY_WIDTH = 72
+SUMMARY_REPORTS = 3      # the base's reports named, the most frequent first
+
+
+def head_tables(root, ver, head):
+    """{(flavour, test): [(path relative to `root`, rows)]} of every table
+    under records/checks/<ver>/<head>/ (each run of a flavour and test, not
+    only the newest), oldest first."""
+    top = "records/checks/%s/%s" % (ver, head)
+    if not os.path.isdir(os.path.join(root, top)):
+        raise ForkError("%s: no such record directory: name a directory of records/checks/"
+                        % top)
+    out = {}
+    names = [f for f in os.listdir(os.path.join(root, top)) if DATED.match(f)]
+    for f in sorted(names, key=lambda f: (DATED.match(f).group("name"),
+                                          DATED.match(f).group("date") or "")):
+        rel = top + "/" + f
+        rows = checkrecords.read_rows(root, rel)
+        for ft in sorted({(r.get("flavour"), r.get("test")) for r in rows},
+                         key=lambda x: tuple(map(str, x))):
+            out.setdefault(ft, []).append(
+                (rel, [r for r in rows if (r.get("flavour"), r.get("test")) == ft]))
+    return out
+
+
+def summary_rows(root, ver, head):
+    """[(path, row)] of every row of every table of `head`
+    (head_tables()): what `@@ check-summary VER HEAD` speaks of."""
+    return [(rel, r) for tables in head_tables(root, ver, head).values()
+            for rel, rows in tables for r in rows]
+
+
+def _series_of(tables):
+    """The commits of the tables' rows in the order they were checked (each
+    table's rows are in `git rev-list` order; the longest table first, the
+    others merged in where they stand): (base commits, series commits)."""
+    order, subjects = [], {}
+    for rows in sorted((rows for ts in tables.values() for _, rows in ts),
+                       key=len, reverse=True):
+        pos = 0
+        for r in rows:
+            c = r["commit"]
+            subjects.setdefault(c, r.get("subject", ""))
+            if c in order:
+                pos = order.index(c) + 1
+            else:
+                order.insert(pos, c)
+                pos += 1
+    base = [c for c in order if subjects[c].startswith(checkrecords.IMPORT_SUBJECT)]
+    return base, [c for c in order if c not in base]
+
+
+def _numbers(ns):
+    """"patch 4", "patches 1-3, 5"."""
+    spans = []
+    for n in ns:
+        if spans and spans[-1][1] == n - 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    text = ", ".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in spans)
+    return ("patch " if len(ns) == 1 else "patches ") + text
+
+
+def _runs(n):
+    return "%d run%s" % (n, "" if n == 1 else "s")
+
+
+def _notes(verdict):
+    """The notes of a verdict of checkrecords.cells() ("pass (1 failed run
+    explained)"), or ""."""
+    m = re.search(r" \((.*)\)$", verdict)
+    return m.group(1) if m else ""
+
+
+def _what_failed(all_cells, key):
+    """What failed the cell's failing runs: the first distinct failure
+    (checkrecords.failures()), whether the base shows it, and how many
+    others there are."""
+    seen = []
+    for _, what, base in checkrecords.failures(all_cells, key):
+        item = what + (" (the base shows it)" if base else "")
+        if item not in seen:
+            seen.append(item)
+    if not seen:
+        return "no failure on record"
+    return seen[0] + (" and %d other failure%s" % (len(seen) - 1, "" if len(seen) == 2 else "s")
+                      if len(seen) > 1 else "")
+
+
+def _base_text(all_cells, ver, base, flavour, test, here):
+    """The base's verdict on all its runs, and each report its runs show
+    with how many runs show it; `here`: the base has a row in the head's
+    tables."""
+    c = all_cells.get((ver, base, flavour, test)) if base else None
+    if c is None:
+        return "The base was not run."
+    verdict, notes = c["verdict"], _notes(c["verdict"])
+    runs = [(run, row) for (_, run), (_, row) in zip(c["runs"], c["rows"])]
+    if verdict.startswith("pass"):
+        text = "passes in its %s" % _runs(len(runs))
+    elif verdict.startswith("FAIL"):
+        text = "fails in its %s" % _runs(len(runs))
+    elif verdict.startswith("flaky"):
+        text = "is flaky (%s)" % verdict.split(" (")[0][len("flaky: "):]
+    else:
+        text = "has %s" % verdict.split(" (")[0]
+    if not here:
+        text += " (in other heads' tables)"
+    if notes:
+        text += " (%s)" % notes
+    # a row's reports are those of its latest run
+    completed = [(run, row) for run, row in runs if not run.get("error")]
+    known = [row for run, row in completed if "runs" not in row or run is row["runs"][-1]]
+    counts = {}
+    for row in known:
+        for sig in {r.get("signature") or r.get("title", "?") for r in row.get("reports", [])}:
+            counts[sig] = counts.get(sig, 0) + 1
+    if counts:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ["%s in %d of %d" % (sig, n, len(known)) for sig, n in
+                 ranked[:SUMMARY_REPORTS]]
+        text += ", showing " + ", ".join(shown) + (" runs" if len(known) > 1 else " run")
+        rest = [n for _, n in ranked[SUMMARY_REPORTS:]]
+        if rest:
+            text += ", and %d other report%s (%s)" % (
+                len(rest), "" if len(rest) == 1 else "s",
+                "in " + _runs(rest[0]) if len(rest) == 1 else
+                "each in " + _runs(rest[0]) if min(rest) == max(rest) else
+                "each in %d to %d runs" % (min(rest), max(rest)))
+        if len(known) < len(completed):
+            text += " whose reports are on record"
+    return "The base %s." % text
+
+
+def _summary_line(all_cells, ver, base, series, flavour, test, rows):
+    """One flavour and test: each commit of `series` judged on every run
+    on record (checkrecords.cells()), the base apart."""
+    here = {r["commit"] for _, rs in rows for r in rs}
+    passes, runs, explained, errors, elsewhere, bad, missing = [], 0, [], [], [], [], []
+    for n, commit in enumerate(series, 1):
+        c = all_cells.get((ver, commit, flavour, test))
+        if c is None:
+            missing.append(n)
+            continue
+        if commit not in here:
+            elsewhere.append(n)
+        v = c["verdict"]
+        if v.startswith("pass"):
+            passes.append(n)
+            runs += len(c["runs"])
+            if c["explained"]:
+                explained.append(n)
+            if c["errors"]:
+                errors.append(n)
+            continue
+        head, notes = v.split(" (")[0], _notes(v)
+        if head == "FAIL":
+            text = "fails on patch %d (%s" % (n, _what_failed(all_cells, c["key"]))
+        elif head.startswith("flaky: "):
+            text = "flaky on patch %d (%s: %s" % (n, head[len("flaky: "):],
+                                                 _what_failed(all_cells, c["key"]))
+        else:
+            text = "no verdict on patch %d (%s" % (n, head.split(": ", 1)[-1])
+        bad.append(text + ("; " + notes if notes else "") + ")")
+    parts = []
+    if passes:
+        said = ("passes on all %d patches" % len(series) if len(passes) == len(series) > 1
+                else "passes on " + _numbers(passes))
+        extra = [_runs(runs)]
+        if explained:
+            extra.append("failed runs of %s explained in %s" % (_numbers(explained),
+                                                                checkrecords.EXPLAINED))
+        if errors:
+            extra.append("errors of the runner left out on %s" % _numbers(errors))
+        parts.append("%s (%s)" % (said, "; ".join(extra)))
+    parts += bad
+    if missing:
+        parts.append("not run on " + _numbers(missing))
+    if elsewhere:
+        parts.append("the runs of %s are in other heads' tables" % _numbers(elsewhere))
+    text = "%s, %s: %s. %s" % (flavour, test, "; ".join(parts) or "no patch",
+                               _base_text(all_cells, ver, base, flavour, test, base in here))
+    return textwrap.wrap(text, SUMMARY_WIDTH, initial_indent="- ", subsequent_indent="  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def d_check_summary(root, ctx, ver, head):
+    """Every flavour and guest test with a table of `head`, one item each
+    in plain text (a mail's 72 columns; a markdown list): how each commit
+    of the series fares on every run on record of its cell
+    (checkrecords.cells(): a failure stays a failure unless explained, a
+    flaky cell is no pass), which commits fail or were not run, and the
+    base apart (its verdict and the reports its runs show)."""
+    tables = head_tables(root, ver, head)
+    if not tables:
+        raise ForkError("records/checks/%s/%s: holds no check table: name a head with "
+                        "tables (`tools/fork check --json`)" % (ver, head))
+    bases, series = _series_of(tables)
+    if len(bases) > 1:
+        raise ForkError("records/checks/%s/%s: its tables hold the rows of %d base snapshots "
+                        "(%s): a head's tables check one series on one base"
+                        % (ver, head, len(bases), ", ".join(b[:12] for b in bases)))
+    all_cells = ctx.cells()
+    out = []
+    for (flavour, test), rows in sorted(tables.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        out += _summary_line(all_cells, ver, bases[0] if bases else None, series,
+                             flavour, test, rows)
+    return out
 
 
 def d_flavours(root, ctx):
@@ -292,6 +506,7 @@ DIRECTIVES = {
     "check": (d_check, "FILE SERIES"),
     "checks": (d_checks, "VER HEAD SERIES"),
     "base-reports": (d_base_reports, "VER"),
+    "check-summary": (d_check_summary, "VER HEAD"),
     "flavours": (d_flavours, ""),
     "guest-tests": (d_guest_tests, ""),
     "fstests": (d_fstests, "VER"),

@@ -532,19 +532,75 @@ def changelog_text(n, path, prev_msgid):
 
 BENCH_DIRECTIVES = ("bench", "bench-facts", "bench-locks", "bench-steps", "frag",
                     "frag-table")
+# the check tables of a head, summarized (docs.d_check_summary())
+SUMMARY_DIRECTIVES = ("check-summary",)
+# what a cover letter may use: each is checked against the series it sends
+LETTER_DIRECTIVES = BENCH_DIRECTIVES + SUMMARY_DIRECTIVES
 
 
-def bench_directives(path):
+def template_directives(path, names):
     """[(directive, [args])] of the `@@` lines of a cover letter template
-    that name benchmark or fragmentation runs."""
+    whose directive is one of `names`."""
     out = []
     if os.path.isfile(path):
         with open(path) as fh:
             for line in fh:
                 words = line[2:].split() if line.startswith("@@") else []
-                if words and words[0] in BENCH_DIRECTIVES:
+                if words and words[0] in names:
                     out.append((words[0], words[1:]))
     return out
+
+
+def bench_directives(path):
+    """[(directive, [args])] of the `@@` lines of a cover letter template
+    that name benchmark or fragmentation runs."""
+    return template_directives(path, BENCH_DIRECTIVES)
+
+
+def check_summarized(path, base, commits):
+    """Every `@@ check-summary VER HEAD` line of the template speaks of
+    the series being exported: the trees of the rows of HEAD's tables
+    (every table of records/checks/VER/HEAD/, docs.summary_rows()) are
+    exactly the trees of `base` and `commits`, no other and none missing.
+    A head whose tables were carried to a reword (`check --carry`) has the
+    same trees and passes; the tables of another version of the series, or
+    a head that lacks a commit or the base, are refused."""
+    for directive, args in template_directives(path, SUMMARY_DIRECTIVES):
+        line = "`@@ %s %s`" % (directive, " ".join(args))
+        if len(args) != 2:
+            raise ForkError("%s: %s: %s takes VER HEAD (a directory of records/checks/)"
+                            % (rel(path), line, directive))
+        ver, head = args
+        want = {}
+        for k, c in enumerate([base] + list(commits)):
+            want.setdefault(git(["rev-parse", c + "^{tree}"]),
+                            "the base %s" % c[:12] if k == 0 else
+                            "%d/%d %s" % (k, len(commits), c[:12]))
+        rows = docs.summary_rows(repo_root(), ver, head)
+        other, seen = [], set()
+        for f, row in rows:
+            tree = row.get("tree")
+            if tree in want:
+                seen.add(tree)
+            elif (tree, row["commit"]) not in {(t, c) for t, c, _ in other}:
+                other.append((tree, row["commit"], f))
+        lacking = [name for tree, name in want.items() if tree not in seen]
+        if other or lacking:
+            what = []
+            if other:
+                tree, commit, f = other[0]
+                what.append("%d commit%s of other trees (%s %s in %s%s)" % (
+                    len(other), "" if len(other) == 1 else "s", commit[:12],
+                    "tree %s" % tree[:12] if tree else "without a tree", f,
+                    ", ..." if len(other) > 1 else ""))
+            if lacking:
+                what.append("no row of %s" % ", ".join(lacking))
+            raise ForkError("%s: %s summarizes tables that did not check the series being "
+                            "exported (%s): name the head whose tables checked these commits "
+                            "and their base, check them (`tools/fork check --json "
+                            "records/checks/<ver>/<head>/<flavour>-<test>.json`), or carry "
+                            "the tables of a reword (`tools/fork check --carry`)"
+                            % (rel(path), line, "; ".join(what)))
 
 
 def uses_bench(path):
@@ -635,11 +691,11 @@ def render_template(path, values, optional=()):
         raise ForkError("%s is empty: its first line is the subject" % rel(path))
     for line in lines[1:]:
         words = line[2:].split() if line.startswith("@@") else []
-        if words and words[0] not in BENCH_DIRECTIVES:
+        if words and words[0] not in LETTER_DIRECTIVES:
             raise ForkError("%s: `@@ %s` cannot be checked against the series a letter "
                             "sends: a cover letter may use %s" % (
                                 rel(path), words[0], ", ".join("@@ " + d
-                                                               for d in BENCH_DIRECTIVES)))
+                                                               for d in LETTER_DIRECTIVES)))
     body_lines = docs.render_lines(repo_root(), lines[1:], rel(path))
     subject, body = lines[0].strip(), "\n".join(body_lines)
     found = set(re.findall(r"\{([a-z_]+)\}", subject + body))

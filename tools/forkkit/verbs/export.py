@@ -74,7 +74,8 @@ from ..core.paths import check_output_dir, ensure_dir, ktree, wpath
 from ..core.progress import Progress
 from ..publish.export import (am_roundtrip, b4_roundtrip, base_info, base_text, bench_text,
                               changelog_text, check_address, check_measured, check_rows,
-                              check_signoff, check_text, checkpatch, cover_template, fill_cover,
+                              check_signoff, check_summarized, check_text, checkpatch,
+                              cover_template, fill_cover,
                               format_patch, header, identity, is_placeholder, mail_commits,
                               mailing, outdir_entries, range_diff_text, read_recipients,
                               recipients, recorded_base, recorded_versions, rel, render_template,
@@ -224,6 +225,7 @@ def export(args, out=print):
 
     template = cover_template(series)
     unchecked_runs = check_measured(template, base, commits)
+    check_summarized(template, base, commits)
     for note in unchecked_runs:
         prog.say("warning: " + note)
     values = {
