@@ -1190,6 +1190,12 @@ def test_a_letter_summarizing_other_trees_is_refused_in_one_line(ek):
     assert "1 commit of other trees (%s" % v2[1][:12] in msg
     assert "no row of 2/3 %s, 3/3 %s" % (ek.ids[1][:12], ek.ids[2][:12]) in msg
     assert "tools/fork check --carry" in msg
+    # every tree of the series, and one more
+    shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
+    summary_tables(ek, "head", ek.ids + v2[1:])
+    with pytest.raises(ForkError, match=r"\(1 commit of other trees \(%s tree [0-9a-f]{12} in "
+                       r"records/checks/9.9/head/base-stress.json\)\)" % v2[1][:12]):
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
     # the series' own commits, but one table without the base and 3/3
     shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
     summary_tables(ek, "head", ek.ids[:2])

@@ -30,6 +30,11 @@ so it works on a fresh machine).  A line ``@@ bench-steps RUN...``,
 records as the documents render it (then ``{bench}`` may be left out); each
 run it names must have measured this series (every --each step one of its
 changes, by patch id; every other kernel its base's or a commit's tree).
+A line ``@@ check-summary VER HEAD`` sums up every check table of
+``records/checks/VER/HEAD/`` (one item per config and guest test, each
+commit judged on every run on record of its cell, the base apart); the
+trees of those tables' rows must be exactly the trees of the series and
+its base (a head whose tables were carried to a reword has them).
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
 what ``patches/`` records, every commit has a passing check (or
