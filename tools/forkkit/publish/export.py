@@ -594,7 +594,9 @@ def check_summarized(path, base, commits):
                     "tree %s" % tree[:12] if tree else "without a tree", f,
                     ", ..." if len(other) > 1 else ""))
             if lacking:
-                what.append("no row of %s" % ", ".join(lacking))
+                what.append("no row of %s%s" % (", ".join(lacking[:3]), ", and %d more"
+                                                 % (len(lacking) - 3) if len(lacking) > 3
+                                                 else ""))
             raise ForkError("%s: %s summarizes tables that did not check the series being "
                             "exported (%s): name the head whose tables checked these commits "
                             "and their base, check them (`tools/fork check --json "
