@@ -335,7 +335,7 @@ def _summary_line(all_cells, ver, base, series, flavour, test, rows):
         parts.append("not run on " + _numbers(missing))
     if elsewhere:
         parts.append("the runs of %s are in other heads' tables" % _numbers(elsewhere))
-    text = "%s, %s: %s. %s" % (flavour, test, "; ".join(parts) or "no patch",
+    text = "%s, %s: %s. %s" % (flavour, test, "; ".join(parts) or "the base alone",
                                _base_text(all_cells, ver, base, flavour, test, base in here))
     return textwrap.wrap(text, SUMMARY_WIDTH, initial_indent="- ", subsequent_indent="  ",
                          break_long_words=False, break_on_hyphens=False)
