@@ -1124,16 +1124,18 @@ def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(e
 
 # -- @@ check-summary: the check tables of a head, summarized ----------------------
 
-def summary_tables(ek, head, commits, names=("base-stress", "kcsan-stress")):
-    """Tables under records/checks/9.9/<head>/, each a passing row of the
-    base and of every commit of `commits` (their trees)."""
+def summary_tables(ek, head, commits, names=("base-stress", "kcsan-stress"), suffix="",
+                   with_base=True):
+    """Tables under records/checks/9.9/<head>/ (named <name><suffix>.json),
+    each a passing row of the base (unless not `with_base`) and of every
+    commit of `commits` (their trees)."""
     d = ek.repo / "records" / "checks" / KVER / head
     d.mkdir(parents=True, exist_ok=True)
     base = ek.rev("distro/9.9")
     for name in names:
         flavour, test = name.split("-", 1)
         rows = []
-        for k, c in enumerate([base] + list(commits)):
+        for k, c in enumerate(([base] if with_base else []) + list(commits)):
             rows.append({"commit": c, "tree": ek.rev(c + "^{tree}"),
                          "subject": ek.git("log", "-1", "--format=%s", c),
                          "flavour": flavour, "test": test, "details": {}, "passed": True,
@@ -1141,7 +1143,7 @@ def summary_tables(ek, head, commits, names=("base-stress", "kcsan-stress")):
                                                        "e2fsck", "counts")},
                          "log": "logs/check-%s-2026010%d-000000.log"
                                 % (c[:12], names.index(name) + 1)})
-        (d / ("%s.json" % name)).write_text(json.dumps(rows))
+        (d / ("%s%s.json" % (name, suffix))).write_text(json.dumps(rows))
 
 
 def test_a_letter_summarizes_the_check_tables_of_its_own_trees(ek):
@@ -1156,13 +1158,20 @@ def test_a_letter_summarizes_the_check_tables_of_its_own_trees(ek):
     cmd_export.check_summarized(str(tmpl), base, ek.ids)
     values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
-    assert "Every other check:\n\n- base, stress: passes on all 3 patches (3 runs). The " \
-        "base passes in its\n  1 run.\n- kcsan, stress: passes on all 3 patches" in body
-    # a reword: new commit ids, the same trees
+    assert "Every other check:\n\n- base, stress: passes on all 3 patches (3 runs here). " \
+        "The base passes\n  in its 1 run.\n- kcsan, stress: passes on all 3 patches (3 runs " \
+        "here). The base passes\n  in its 1 run.\nBASE" in body
+    # a reword: new commit ids, the same trees; its tables, not carried,
+    # beside the old ones: each tree is one patch, its runs counted once
     reworded = cmd_export.mail_commits(base, ek.ids, ("Someone Else", "else@example.org"))
     assert reworded != ek.ids
-    summary_tables(ek, "head", reworded)
+    summary_tables(ek, "head", reworded, suffix="-20260109-000000")
     cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    cmd_export.check_summarized(str(tmpl), base, reworded)
+    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    assert "Every other check:\n\n- base, stress: passes on all 3 patches (6 runs here). " \
+        "The base passes\n  in its 1 run.\n- kcsan, stress: passes on all 3 patches (6 runs " \
+        "here). The base passes\n  in its 1 run.\nBASE" in body
 
 
 def test_a_letter_summarizing_other_trees_is_refused_in_one_line(ek):
@@ -1196,11 +1205,26 @@ def test_a_letter_summarizing_other_trees_is_refused_in_one_line(ek):
     with pytest.raises(ForkError, match=r"\(1 commit of other trees \(%s tree [0-9a-f]{12} in "
                        r"records/checks/9.9/head/base-stress.json\)\)" % v2[1][:12]):
         cmd_export.check_summarized(str(tmpl), base, ek.ids)
-    # the series' own commits, but one table without the base and 3/3
+    # the series' own commits, but tables without 3/3
     shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
     summary_tables(ek, "head", ek.ids[:2])
     with pytest.raises(ForkError, match=r"no row of 3/3 %s\)" % ek.ids[2][:12]):
         cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    # every commit of the series, but no table with the base
+    shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
+    summary_tables(ek, "head", ek.ids, with_base=False)
+    with pytest.raises(ForkError, match=r"\(no row of the base %s\): " % base[:12]):
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    # the series' trees and base, numbered otherwise than the series
+    shutil.rmtree(ek.repo / "records" / "checks" / KVER / "head")
+    summary_tables(ek, "head", [ek.ids[1], ek.ids[0], ek.ids[2]])
+    with pytest.raises(ForkError) as e:
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    assert "`@@ check-summary 9.9 head` would number the patches otherwise than the series " \
+        "being exported (its tables give 3 patches on base %s, the series sends 3 on %s; " \
+        "patch 1 is %s there, %s here)" % (base[:12], base[:12], ek.ids[1][:12],
+                                           ek.ids[0][:12]) in str(e.value)
+    assert "\n" not in str(e.value)
     for line in ("@@ check-summary 9.9", "@@ check-summary 9.9 head extra"):
         tmpl.write_text("subject\n%s\n" % line)
         with pytest.raises(ForkError, match="check-summary takes VER HEAD"):

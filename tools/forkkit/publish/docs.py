@@ -156,6 +156,7 @@ def d_base_reports(root, ctx, ver):
 
 SUMMARY_WIDTH = 72
 SUMMARY_REPORTS = 3      # the base's reports named, the most frequent first
+SUMMARY_NAMED = 3        # the commits a refusal names
 
 
 def head_tables(root, ver, head):
@@ -186,24 +187,122 @@ def summary_rows(root, ver, head):
             for rel, rows in tables for r in rows]
 
 
-def _series_of(tables):
-    """The commits of the tables' rows in the order they were checked (each
-    table's rows are in `git rev-list` order; the longest table first, the
-    others merged in where they stand): (base commits, series commits)."""
-    order, subjects = [], {}
-    for rows in sorted((rows for ts in tables.values() for _, rows in ts),
-                       key=len, reverse=True):
-        pos = 0
-        for r in rows:
-            c = r["commit"]
-            subjects.setdefault(c, r.get("subject", ""))
-            if c in order:
-                pos = order.index(c) + 1
-            else:
-                order.insert(pos, c)
-                pos += 1
-    base = [c for c in order if subjects[c].startswith(checkrecords.IMPORT_SUBJECT)]
-    return base, [c for c in order if c not in base]
+def _tree(row):
+    """What a row checked: its tree (a row without one: its commit alone)."""
+    return row.get("tree") or "commit " + row["commit"]
+
+
+def _short(names):
+    """At most SUMMARY_NAMED names, and how many more."""
+    return ", ".join(names[:SUMMARY_NAMED]) + (", and %d more" % (len(names) - SUMMARY_NAMED)
+                                               if len(names) > SUMMARY_NAMED else "")
+
+
+def summary_series(root, ver, head, tables=None):
+    """The series `head`'s tables checked, its patches as trees (a commit
+    reworded, same tree, is the same patch): (base, [patch]), the base and
+    each patch (tree, [the commits of the head's rows with that tree]).
+    The order is that of one table (a file of records/checks/VER/HEAD/)
+    that holds the base (checkrecords.is_base()) and every tree any table
+    of the head names; without one, or with several bases, a ForkError
+    that says what to do: no patch number is guessed.  `tables`:
+    head_tables()'s, when read already."""
+    top = "records/checks/%s/%s" % (ver, head)
+    tables = head_tables(root, ver, head) if tables is None else tables
+    if not tables:
+        raise ForkError("%s: holds no check table: name a head with tables "
+                        "(`tools/fork check --json`)" % top)
+    files, commits, bases = {}, {}, {}
+    for ts in tables.values():
+        for rel, rows in ts:
+            files.setdefault(rel, []).extend(rows)
+            for r in rows:
+                have = commits.setdefault(_tree(r), [])
+                if r["commit"] not in have:
+                    have.append(r["commit"])
+                if checkrecords.is_base(r):
+                    bases.setdefault(_tree(r), r["commit"])
+    if len(bases) > 1:
+        raise ForkError("%s: its tables hold the rows of %d base snapshots (%s): a head's "
+                        "tables check one series on one base: move the tables of the other "
+                        "series to their own head" % (top, len(bases), _short(
+                            [c[:12] for c in bases.values()])))
+    base = next(iter(bases), None)
+    fullest = None
+    for rel in sorted(files):
+        have = {_tree(r) for r in files[rel]}
+        lacks = [t for t in commits if t not in have]
+        if base is not None and not lacks:
+            break
+        if fullest is None or len(lacks) < len(fullest[1]):
+            fullest = (rel, lacks)
+    else:
+        rel, lacks = fullest
+        names = ([] if base is not None else ["the base"]) + [
+            "the base" if t == base else commits[t][0][:12] for t in lacks]
+        raise ForkError("%s: no table holds the base and every commit its tables name, which "
+                        "the patch numbers are taken from (the fullest, %s, lacks %s): check "
+                        "the whole series, base first, under one config and test into this "
+                        "head (`tools/fork check --series <series> --config <flavour> --test "
+                        "<test> --json %s/<flavour>-<test>.json`), or name the head whose "
+                        "tables are complete" % (top, os.path.basename(rel), _short(names), top))
+    order = []
+    for r in files[rel]:
+        t = _tree(r)
+        if t not in [p for p, _ in order]:
+            order.append((t, [r["commit"]] + [c for c in commits[t] if c != r["commit"]]))
+    return order[[t for t, _ in order].index(base)], [p for p in order if p[0] != base]
+
+
+def _cells_by_tree(all_cells):
+    """{(version, tree, flavour, test): [cell keys of the commits of that
+    tree]} of checkrecords.cells()'s `all_cells`."""
+    out = {}
+    for key, c in sorted(all_cells.items()):
+        for t in sorted({_tree(r) for _, r in c["rows"] if r["commit"] == key[1]}):
+            out.setdefault((key[0], t, key[2], key[3]), []).append(key)
+    return out
+
+
+def _cell_of(all_cells, by_tree, ver, patch, flavour, test):
+    """The cell of `patch` (tree, commits) under `flavour` and `test`: of
+    its commits in the head's tables, the first whose verdict is no pass,
+    else the first (their runs are the same: those of the tree); of
+    another commit of the tree on record when none of them has one; None
+    when the tree was never run so."""
+    tree, commits = patch
+    cs = [all_cells[k] for k in ((ver, c, flavour, test) for c in commits) if k in all_cells]
+    cs = cs or [all_cells[k] for k in by_tree.get((ver, tree, flavour, test), [])]
+    if not cs:
+        return None
+    return next((c for c in cs if not c["verdict"].startswith("pass")), cs[0])
+
+
+def _judged(c):
+    """[(run, row, files)] of the runs the cell's verdict is on: neither
+    explained nor an error of the runner; `files` hold the run."""
+    left = {id(run) for _, run, _ in c["explained"]} | {id(run) for _, run in c["errors"]}
+    return [(run, row, files) for (_, run), (_, row), files
+            in zip(c["runs"], c["rows"], c["files"]) if id(run) not in left]
+
+
+def _away(judged, top):
+    """How many of the runs no table of the head (`top`) holds."""
+    return sum(1 for _, _, files in judged if not any(os.path.dirname(f) == top for f in files))
+
+
+def _how(judged):
+    """The runs under another accelerator than TCG and through another
+    runner than the kit's QEMU, counted: "2 under KVM, 1 through lava",
+    or ""."""
+    counts = {}
+    for run, row, _ in judged:
+        accel = run.get("accel") or row.get("accel") or "tcg"
+        runner = run.get("runner") or row.get("runner") or "qemu"
+        for how in ([(0, "under " + accel.upper())] if accel != "tcg" else []) + \
+                ([(1, "through " + runner)] if runner != "qemu" else []):
+            counts[how] = counts.get(how, 0) + 1
+    return ", ".join("%d %s" % (n, how) for (_, how), n in sorted(counts.items()))
 
 
 def _numbers(ns):
@@ -218,8 +317,8 @@ def _numbers(ns):
     return ("patch " if len(ns) == 1 else "patches ") + text
 
 
-def _runs(n):
-    return "%d run%s" % (n, "" if n == 1 else "s")
+def _runs(n, what="run"):
+    return "%d %s%s" % (n, what, "" if n == 1 else "s")
 
 
 def _notes(verdict):
@@ -229,12 +328,18 @@ def _notes(verdict):
     return m.group(1) if m else ""
 
 
-def _what_failed(all_cells, key):
-    """What failed the cell's failing runs: the first distinct failure
-    (checkrecords.failures()), whether the base shows it, and how many
+def _what_failed(all_cells, c):
+    """What failed the cell: its commit's checkpatch, then the failing
+    runs the verdict is on, the first distinct failure of them
+    (checkrecords.failures()) and whether the base shows it, and how many
     others there are."""
     seen = []
-    for _, what, base in checkrecords.failures(all_cells, key):
+    own = [row for _, row in c["rows"] if row["commit"] == c["key"][1]]
+    if own and own[-1].get("cells", {}).get("checkpatch") == "FAIL":
+        said = str((own[-1].get("details") or {}).get("checkpatch") or "").split("; ")
+        seen.append("checkpatch: " + next((s for s in said if s.startswith(
+            ("ERROR", "WARNING", "CHECK"))), said[0] or "FAIL"))
+    for _, what, base in checkrecords.failures(all_cells, c["key"], judged_only=True):
         item = what + (" (the base shows it)" if base else "")
         if item not in seen:
             seen.append(item)
@@ -244,29 +349,37 @@ def _what_failed(all_cells, key):
                       if len(seen) > 1 else "")
 
 
-def _base_text(all_cells, ver, base, flavour, test, here):
-    """The base's verdict on all its runs, and each report its runs show
-    with how many runs show it; `here`: the base has a row in the head's
-    tables."""
-    c = all_cells.get((ver, base, flavour, test)) if base else None
+def _base_text(all_cells, by_tree, ver, base, flavour, test, top):
+    """The base's verdict on all its runs (how many, where they are, what
+    else is on record), and each report its runs show with how many runs
+    show it."""
+    c = _cell_of(all_cells, by_tree, ver, base, flavour, test)
     if c is None:
         return "The base was not run."
-    verdict, notes = c["verdict"], _notes(c["verdict"])
-    runs = [(run, row) for (_, run), (_, row) in zip(c["runs"], c["rows"])]
-    if verdict.startswith("pass"):
-        text = "passes in its %s" % _runs(len(runs))
-    elif verdict.startswith("FAIL"):
-        text = "fails in its %s" % _runs(len(runs))
-    elif verdict.startswith("flaky"):
-        text = "is flaky (%s)" % verdict.split(" (")[0][len("flaky: "):]
+    verdict = c["verdict"]
+    judged = _judged(c)
+    if verdict.startswith(("pass", "FAIL", "flaky")):
+        text = ("passes in its %s" if verdict.startswith("pass") else
+                "fails in its %s" if verdict.startswith("FAIL") else
+                "is flaky (" + verdict.split(" (")[0][len("flaky: "):] + ") in its %s"
+                ) % _runs(len(judged))
+        notes = []
+        away = _away(judged, top)
+        if away:
+            notes.append("all in other heads' tables" if away == len(judged) else
+                         "%d in other heads' tables" % away)
+        notes += [_how(judged)] if _how(judged) else []
+        if c["explained"]:
+            notes.append("%s explained" % _runs(len(c["explained"]), "failed run"))
+        if c["errors"]:
+            notes.append("%s of the runner" % _runs(len(c["errors"]), "error"))
+        if notes:
+            text += " (%s)" % "; ".join(notes)
     else:
-        text = "has %s" % verdict.split(" (")[0]
-    if not here:
-        text += " (in other heads' tables)"
-    if notes:
-        text += " (%s)" % notes
+        text = "has " + verdict.split(" (")[0] + (
+            " (%s)" % _notes(verdict) if _notes(verdict) else "")
     # a row's reports are those of its latest run
-    completed = [(run, row) for run, row in runs if not run.get("error")]
+    completed = [(run, row) for run, row, _ in judged]
     known = [row for run, row in completed if "runs" not in row or run is row["runs"][-1]]
     counts = {}
     for row in known:
@@ -289,33 +402,37 @@ def _base_text(all_cells, ver, base, flavour, test, here):
     return "The base %s." % text
 
 
-def _summary_line(all_cells, ver, base, series, flavour, test, rows):
-    """One flavour and test: each commit of `series` judged on every run
-    on record (checkrecords.cells()), the base apart."""
-    here = {r["commit"] for _, rs in rows for r in rs}
-    passes, runs, explained, errors, elsewhere, bad, missing = [], 0, [], [], [], [], []
-    for n, commit in enumerate(series, 1):
-        c = all_cells.get((ver, commit, flavour, test))
+def _summary_line(all_cells, by_tree, top, ver, base, series, flavour, test):
+    """One flavour and test: each patch of `series` (a tree) judged on
+    every run on record (checkrecords.cells()), the base apart.  A pass
+    gives the runs it rests on (how many this head's tables hold, how
+    many other heads', any not under TCG or not booted by the kit's
+    QEMU), then what else is on record: explained failed runs, errors of
+    the runner."""
+    passes, judged, explained, errors, bad, missing = [], [], [], [], [], []
+    n_explained = n_errors = 0
+    for n, patch in enumerate(series, 1):
+        c = _cell_of(all_cells, by_tree, ver, patch, flavour, test)
         if c is None:
             missing.append(n)
             continue
-        if commit not in here:
-            elsewhere.append(n)
         v = c["verdict"]
         if v.startswith("pass"):
             passes.append(n)
-            runs += len(c["runs"])
+            judged += _judged(c)
             if c["explained"]:
                 explained.append(n)
+                n_explained += len(c["explained"])
             if c["errors"]:
                 errors.append(n)
+                n_errors += len(c["errors"])
             continue
         head, notes = v.split(" (")[0], _notes(v)
         if head == "FAIL":
-            text = "fails on patch %d (%s" % (n, _what_failed(all_cells, c["key"]))
+            text = "fails on patch %d (%s" % (n, _what_failed(all_cells, c))
         elif head.startswith("flaky: "):
             text = "flaky on patch %d (%s: %s" % (n, head[len("flaky: "):],
-                                                 _what_failed(all_cells, c["key"]))
+                                                 _what_failed(all_cells, c))
         else:
             text = "no verdict on patch %d (%s" % (n, head.split(": ", 1)[-1])
         bad.append(text + ("; " + notes if notes else "") + ")")
@@ -323,45 +440,44 @@ def _summary_line(all_cells, ver, base, series, flavour, test, rows):
     if passes:
         said = ("passes on all %d patches" % len(series) if len(passes) == len(series) > 1
                 else "passes on " + _numbers(passes))
-        extra = [_runs(runs)]
+        away = _away(judged, top)
+        extra = ["%s here" % _runs(len(judged)) if not away else
+                 "%s in other heads' tables" % _runs(away) if away == len(judged) else
+                 "%s here, %d in other heads' tables" % (_runs(len(judged) - away), away)]
+        extra += [_how(judged)] if _how(judged) else []
         if explained:
-            extra.append("failed runs of %s explained in %s" % (_numbers(explained),
-                                                                checkrecords.EXPLAINED))
+            extra.append("%s of %s explained in %s" % (
+                _runs(n_explained, "failed run"), _numbers(explained), checkrecords.EXPLAINED))
         if errors:
-            extra.append("errors of the runner left out on %s" % _numbers(errors))
+            extra.append("%s of the runner on %s" % (_runs(n_errors, "error"),
+                                                     _numbers(errors)))
         parts.append("%s (%s)" % (said, "; ".join(extra)))
     parts += bad
     if missing:
         parts.append("not run on " + _numbers(missing))
-    if elsewhere:
-        parts.append("the runs of %s are in other heads' tables" % _numbers(elsewhere))
     text = "%s, %s: %s. %s" % (flavour, test, "; ".join(parts) or "the base alone",
-                               _base_text(all_cells, ver, base, flavour, test, base in here))
+                               _base_text(all_cells, by_tree, ver, base, flavour, test, top))
     return textwrap.wrap(text, SUMMARY_WIDTH, initial_indent="- ", subsequent_indent="  ",
                          break_long_words=False, break_on_hyphens=False)
 
 
 def d_check_summary(root, ctx, ver, head):
     """Every flavour and guest test with a table of `head`, one item each
-    in plain text (a mail's 72 columns; a markdown list): how each commit
-    of the series fares on every run on record of its cell
-    (checkrecords.cells(): a failure stays a failure unless explained, a
-    flaky cell is no pass), which commits fail or were not run, and the
-    base apart (its verdict and the reports its runs show)."""
+    in plain text (a mail's 72 columns; a markdown list): how each patch
+    of the series (summary_series(): a tree, counted once) fares on every
+    run on record of its cell (checkrecords.cells(): a failure stays a
+    failure unless explained, a flaky cell is no pass, nor is an error of
+    the runner or an explained failure alone), which patches fail or were
+    not run, and the base apart (its verdict and the reports its runs
+    show)."""
     tables = head_tables(root, ver, head)
-    if not tables:
-        raise ForkError("records/checks/%s/%s: holds no check table: name a head with "
-                        "tables (`tools/fork check --json`)" % (ver, head))
-    bases, series = _series_of(tables)
-    if len(bases) > 1:
-        raise ForkError("records/checks/%s/%s: its tables hold the rows of %d base snapshots "
-                        "(%s): a head's tables check one series on one base"
-                        % (ver, head, len(bases), ", ".join(b[:12] for b in bases)))
+    base, series = summary_series(root, ver, head, tables)
     all_cells = ctx.cells()
+    by_tree = _cells_by_tree(all_cells)
+    top = "records/checks/%s/%s" % (ver, head)
     out = []
-    for (flavour, test), rows in sorted(tables.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        out += _summary_line(all_cells, ver, bases[0] if bases else None, series,
-                             flavour, test, rows)
+    for flavour, test in sorted(tables, key=lambda ft: tuple(map(str, ft))):
+        out += _summary_line(all_cells, by_tree, top, ver, base, series, flavour, test)
     return out
 
 

@@ -561,10 +561,13 @@ def check_summarized(path, base, commits):
     """Every `@@ check-summary VER HEAD` line of the template speaks of
     the series being exported: the trees of the rows of HEAD's tables
     (every table of records/checks/VER/HEAD/, docs.summary_rows()) are
-    exactly the trees of `base` and `commits`, no other and none missing.
-    A head whose tables were carried to a reword (`check --carry`) has the
-    same trees and passes; the tables of another version of the series, or
-    a head that lacks a commit or the base, are refused."""
+    exactly the trees of `base` and `commits`, no other and none missing,
+    and the summary numbers its patches as the series does: its base is
+    `base`'s tree and its patches (docs.summary_series(), a tree each)
+    are the trees of `commits`, one each, in their order.  A head whose
+    tables were carried to a reword (`check --carry`) has the same trees
+    and passes; the tables of another version of the series, or a head
+    that lacks a commit or the base, are refused."""
     for directive, args in template_directives(path, SUMMARY_DIRECTIVES):
         line = "`@@ %s %s`" % (directive, " ".join(args))
         if len(args) != 2:
@@ -576,6 +579,10 @@ def check_summarized(path, base, commits):
             want.setdefault(git(["rev-parse", c + "^{tree}"]),
                             "the base %s" % c[:12] if k == 0 else
                             "%d/%d %s" % (k, len(commits), c[:12]))
+        # A reword whose tables were not carried (`check --carry`) is taken
+        # on its trees alone, by decision: its runs are those of its trees,
+        # and the one cell of a commit's own, checkpatch, export runs itself
+        # on the very patches it sends (checkpatch(), below).
         rows = docs.summary_rows(repo_root(), ver, head)
         other, seen = [], set()
         for f, row in rows:
@@ -603,6 +610,21 @@ def check_summarized(path, base, commits):
                             "records/checks/<ver>/<head>/<flavour>-<test>.json`), or carry "
                             "the tables of a reword (`tools/fork check --carry`)"
                             % (rel(path), line, "; ".join(what)))
+        summary_base, series = docs.summary_series(repo_root(), ver, head)
+        got = [tree for tree, _ in series]
+        trees = [git(["rev-parse", c + "^{tree}"]) for c in commits]
+        if summary_base[0] != git(["rev-parse", base + "^{tree}"]) or got != trees:
+            k = next(k for k in range(max(len(got), len(trees)))
+                     if k >= len(got) or k >= len(trees) or got[k] != trees[k])
+            raise ForkError("%s: %s would number the patches otherwise than the series being "
+                            "exported (its tables give %d patches on base %s, the series sends "
+                            "%d on %s; patch %d is %s there, %s here): name the head whose "
+                            "tables checked this series in its order, or check it (`tools/fork "
+                            "check --json records/checks/<ver>/<head>/<flavour>-<test>.json`)"
+                            % (rel(path), line, len(got), summary_base[1][0][:12], len(trees),
+                               base[:12], k + 1,
+                               series[k][1][0][:12] if k < len(got) else "not",
+                               commits[k][:12] if k < len(trees) else "not"))
 
 
 def uses_bench(path):

@@ -32,9 +32,11 @@ run it names must have measured this series (every --each step one of its
 changes, by patch id; every other kernel its base's or a commit's tree).
 A line ``@@ check-summary VER HEAD`` sums up every check table of
 ``records/checks/VER/HEAD/`` (one item per config and guest test, each
-commit judged on every run on record of its cell, the base apart); the
-trees of those tables' rows must be exactly the trees of the series and
-its base (a head whose tables were carried to a reword has them).
+patch, a tree, judged on every run on record of its cell, the base
+apart); the trees of those tables' rows must be exactly the trees of the
+series and its base (a head whose tables were carried to a reword has
+them), and the table that numbers the patches (one holding the base and
+every tree) must number them as the series does.
 
 Before anything is written: the kernel tree is clean, ``series/<ver>`` is
 what ``patches/`` records, every commit has a passing check (or

@@ -50,6 +50,9 @@ from ..core.errors import ForkError
 
 # The subject of a base snapshot's commit (repo.snapshot.message()).
 IMPORT_SUBJECT = "Import Debian "
+# checkpatch's cell and detail of a commit without a parent: a base snapshot
+# (verify/checkpatch.py)
+BASE_CHECKPATCH = ("n/a", "base snapshot")
 # The explanations of failed runs, relative to the repository.
 EXPLAINED = "records/checks/explained.json"
 EXPLANATION_KEYS = ("runs", "why", "see")
@@ -86,7 +89,7 @@ LOG_TIME = re.compile(r"-(\d{8}-\d{6})\.log$")
 def _run_order(item):
     """Oldest first: a run's log is named check-<commit>-<date>-<time>.log
     (the commits of one tree pooled, the date and time decide)."""
-    f, run, _ = item
+    f, run = item[:2]
     name = os.path.basename(run.get("log") or "")
     m = LOG_TIME.search(name)
     return (m.group(1) if m else ""), name, f
@@ -106,6 +109,15 @@ def origin(f, row, index):
     return f, row["commit"]
 
 
+def is_base(row):
+    """Whether `row` is a base snapshot's: the kit found its commit has no
+    parent (checkpatch "n/a", BASE_CHECKPATCH), or its subject is an
+    import's (a row written before checkpatch said so)."""
+    return ((row.get("cells") or {}).get("checkpatch"),
+            (row.get("details") or {}).get("checkpatch")) == BASE_CHECKPATCH \
+        or str(row.get("subject", "")).startswith(IMPORT_SUBJECT)
+
+
 def gather(root):
     """{(version, commit, flavour, test): [(file, run, row)]}, each run once
     (a cached copy of a run that a file holds as run is left out, and so is
@@ -113,7 +125,14 @@ def gather(root):
     was carried from), oldest first; `row` is the file's row that holds
     the run.  A commit's cell holds the runs of every commit with the same
     tree (same version, flavour and test) as well."""
-    seen, out, idents, trees = {}, {}, {}, {}
+    return {k: [item[:3] for item in v] for k, v in _gather(root)[0].items()}
+
+
+def _gather(root):
+    """gather(), each item with the run's identity as a fourth member, and
+    {identity: the files that hold the run} (every copy: the row it was
+    recorded in, cached and carried rows)."""
+    seen, out, trees, holders = {}, {}, {}, {}
     files = record_files(root)
     rows = [(ver, f, r) for ver, f in files for r in read_rows(root, f)]
     index = {(f, r["commit"]): r for _, f, r in rows}
@@ -125,10 +144,10 @@ def gather(root):
             # a run is its log; a run without one, its place in the row it
             # was recorded in
             ident = run.get("log") or origin(f, row, index) + (n,)
+            holders.setdefault(ident, set()).add(f)
             if (key, ident) not in seen:
                 seen[key, ident] = True
-                out.setdefault(key, []).append((f, run, row))
-                idents.setdefault(key, []).append(ident)
+                out.setdefault(key, []).append((f, run, row, ident))
             if row.get("tree"):
                 trees.setdefault((ver, row["tree"], key[2], key[3]), set()).add(key)
     # a run depends on the tree, not on the commit's log: every commit of
@@ -137,13 +156,13 @@ def gather(root):
     for keys in trees.values():
         if len(keys) < 2:
             continue
-        pool = [(i, item) for k in sorted(keys) for i, item in zip(idents[k], out[k])]
+        pool = [item for k in sorted(keys) for item in out[k]]
         for key in keys:
-            for ident, item in pool:
-                if (key, ident) not in seen:
-                    seen[key, ident] = True
+            for item in pool:
+                if (key, item[3]) not in seen:
+                    seen[key, item[3]] = True
                     out[key].append(item)
-    return {k: sorted(v, key=_run_order) for k, v in out.items()}
+    return {k: sorted(v, key=_run_order) for k, v in out.items()}, holders
 
 
 def judge(runs, some_left_out=False, commit=None, own=None):
@@ -297,13 +316,17 @@ def explanation_of(run, given):
 
 def cells(root):
     """{(version, commit, flavour, test): {"key", "subject", "base" (the
-    commit is a base snapshot), "runs": [(file, run)], "rows": [(file,
-    row)], "explained": [(file, run, explanation)], "errors": [(file,
-    run)], "verdict"}} of every committed check record under `root`.
-    "runs" and "rows" hold every run, explained, an error of the runner or
-    neither; the verdict is on the runs that are neither."""
+    commit is a base snapshot: is_base()), "runs": [(file, run)], "rows":
+    [(file, row)], "files": [the files that hold the run], "explained":
+    [(file, run, explanation)], "errors": [(file, run)], "verdict"}} of
+    every committed check record under `root`.  "runs", "rows" and
+    "files" hold every run, explained, an error of the runner or neither
+    (the same places in the three lists); "files", every table that holds
+    a copy of the run (cached, carried), sorted; the verdict is on the
+    runs that are neither explained nor errors."""
     out = {}
-    runs_by_cell = gather(root)
+    items, holders = _gather(root)
+    runs_by_cell = {k: [item[:3] for item in v] for k, v in items.items()}
     given = explained(root, runs_by_cell)
     for key, runs in runs_by_cell.items():
         done = [(f, run, explanation_of(run, given)) for f, run, _ in runs
@@ -330,10 +353,11 @@ def cells(root):
             row = ([r for _, _, r in runs if r["commit"] == key[1]] or [runs[-1][2]])[-1]
             verdict = ("no verdict: its run is an explained failure" if len(done) == 1 else
                        "no verdict: its %d runs are explained failures" % len(done))
-        out[key] = {"key": key, "subject": row.get("subject", ""),
-                    "base": row.get("subject", "").startswith(IMPORT_SUBJECT),
+        out[key] = {"key": key, "subject": row.get("subject", ""), "base": is_base(row),
                     "runs": [(f, run) for f, run, _ in runs],
-                    "rows": [(f, r) for f, _, r in runs], "explained": done,
+                    "rows": [(f, r) for f, _, r in runs],
+                    "files": [sorted(holders[item[3]]) for item in items[key]],
+                    "explained": done,
                     "errors": errors, "verdict": verdict}
     return out
 
@@ -355,18 +379,22 @@ def base_reports(all_cells, ver, flavour, test):
             for f, row in c["rows"] for rep in row.get("reports", [])]
 
 
-def failures(all_cells, key):
+def failures(all_cells, key, judged_only=False):
     """[(file, what failed, the file of the first base run on record that
     shows the same report, or None)] for every failing run of the cell
     `key`: each report that failed it, else the failure in one line
     (kernel.failure_text()).  Any base run counts here (any kit and base
     image); the kit's own rule takes the base's evidence from the same
-    base image only."""
+    base image only.  `judged_only`: only the runs the verdict is on (an
+    explained run left out)."""
     ver, _, flavour, test = key
     base = base_reports(all_cells, ver, flavour, test)
+    left_out = {id(run) for _, run, _ in all_cells[key]["explained"]} if judged_only else set()
     out = []
     for (f, run), (_, row) in zip(all_cells[key]["runs"], all_cells[key]["rows"]):
         if run["passed"] or run.get("error"):       # an error of the runner failed nothing
+            continue
+        if id(run) in left_out:
             continue
         # a row's reports are those of its latest run
         latest = "runs" not in row or run is row["runs"][-1]
