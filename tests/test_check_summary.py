@@ -272,3 +272,31 @@ def test_wrong_arity_and_an_unknown_head_are_one_line(head):
         with pytest.raises(ForkError) as e:
             render(head, line)
         assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_run_carried_into_the_head_is_here(head):
+    """A row that `check --carry` wrote into the head's table holds the
+    run it carried: that run is here, though recorded for another commit
+    of the same tree in another head's table."""
+    old = row(R[3], "kcsan", "stress", 9, tree="t" + C[3][:39])
+    write(head, "kcsan-stress.json", [old], head="older")
+    carried = dict(row(C[3], "kcsan", "stress", 9, tree="t" + C[3][:39]),
+                   log=old["log"], runs=[dict(old, passed=True)],
+                   carried={"commit": R[3], "table": "records/checks/9.9/older/kcsan-stress.json",
+                            "log": "logs/check-carry.log"})
+    write(head, "kcsan-stress-20260108-000000.json", [carried])
+    assert "- kcsan, stress: passes on patches 1-2, 4 (5 runs here); flaky on patch 3" \
+        in flat(head)
+
+
+def test_a_cached_copy_in_the_head_is_here(head):
+    """A row of the head's table that the check cache answered (`cached`:
+    the run recorded in another head's table) holds that run: here."""
+    old = row(C[3], "kcsan", "stress", 9)
+    write(head, "kcsan-stress.json", [old], head="older")
+    write(head, "kcsan-stress-20260108-000000.json", [dict(old, cached=True)])
+    assert "- kcsan, stress: passes on patches 1-2, 4 (5 runs here); flaky on patch 3" \
+        in flat(head)
+    (head / "records/checks/9.9/head/kcsan-stress-20260108-000000.json").unlink()
+    assert "- kcsan, stress: passes on patches 1-2, 4 (4 runs here, 1 in other heads' " \
+        "tables); flaky on patch 3" in flat(head)
