@@ -152,6 +152,10 @@ def test_the_base_counts_its_runs_here_and_elsewhere(head):
     """The base's runs in other heads' tables are counted apart."""
     write(head, "base-stress.json", [row(BASE, "base", "stress", 7)], head="older")
     assert "The base passes in its 2 runs (1 in other heads' tables). - debug" in flat(head)
+    write(head, "base-stress-20260102-000000.json",
+          [row(BASE, "base", "stress", 2, failed_test="statfs 1 != 2")])
+    assert "The base is flaky (1 of 3 runs failed; 1 in other heads' tables). - debug" \
+        in flat(head)
 
 
 def test_a_tree_under_two_commit_ids_is_one_patch(head):

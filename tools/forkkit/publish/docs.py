@@ -359,11 +359,10 @@ def _base_text(all_cells, by_tree, ver, base, flavour, test, top):
     verdict = c["verdict"]
     judged = _judged(c)
     if verdict.startswith(("pass", "FAIL", "flaky")):
-        text = ("passes in its %s" if verdict.startswith("pass") else
-                "fails in its %s" if verdict.startswith("FAIL") else
-                "is flaky (" + verdict.split(" (")[0][len("flaky: "):] + ") in its %s"
-                ) % _runs(len(judged))
-        notes = []
+        flaky = verdict.split(" (")[0][len("flaky: "):] if verdict.startswith("flaky") else ""
+        text = ("passes in its %s" % _runs(len(judged)) if verdict.startswith("pass") else
+                "fails in its %s" % _runs(len(judged)) if not flaky else "is flaky")
+        notes = [flaky] if flaky else []
         away = _away(judged, top)
         if away:
             notes.append("all in other heads' tables" if away == len(judged) else
