@@ -239,6 +239,26 @@ def test_fragment_parsing_and_warning_regex(tmp_path):
     m = patchcheck.WARN_RE.match("/srv/kit/work/src/fs/ext2/dir.c:1:1: warning: w")
     assert m and m.group(1) == "fs/ext2/dir.c"
     assert not patchcheck.WARN_RE.match("  CC      fs/ext2/inode.o")
+    # the W=1 kernel-doc check: scripts/kernel-doc (Perl, 6.12 and before)
+    # speaks as gcc does; the Python kernel-doc of later kernels (7.3) says
+    # "Warning: FILE:LINE ..." (measured: 7.3's W=1 build of a commit that
+    # added an undocumented parameter to a kernel-doc'ed function)
+    for line, where in (
+            ("/srv/kit/work/src/fs/ext2/balloc.c:1020: warning: Function parameter or "
+             "struct member 'group_last_block' not described in 'try_to_extend_reservation'",
+             ("fs/ext2/balloc.c", "1020")),
+            ("Warning: /srv/kit/work/src/fs/ext2/balloc.c:1019 function parameter "
+             "'group_last_block' not described in 'try_to_extend_reservation'",
+             ("fs/ext2/balloc.c", "1019")),
+            ("Warning: ../../src/fs/ext2/super.c:88 Excess function parameter 'x' "
+             "description in 'f'", ("fs/ext2/super.c", "88"))):
+        m = patchcheck.match_warning(line)
+        assert m and m[:2] == where, line
+    assert patchcheck.match_warning("Warning: no file here") is None
+    assert patchcheck.warning_key("Warning: /a/src/fs/ext2/balloc.c:1019 function parameter "
+                                  "'g' not described in 'f'") == \
+        patchcheck.warning_key("Warning: fs/ext2/balloc.c:1093 function parameter "
+                               "'g' not described in 'f'")
 
 
 def test_unknown_flavour_from_other_verbs(kit):

@@ -14,6 +14,16 @@ from .make import make_args, make_env
 # ("../../src/fs/ext2/inode.c" for O=work/build/<x>), absolute, or plain.
 WARN_RE = re.compile(r"^(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):(?:\d+:)? "
                      r"(?:warning|error): (.*)$")
+# The Python kernel-doc (W=1 runs it on every C file it compiles) of
+# later kernels: "Warning: FILE:LINE message", the file named the same ways.
+KDOC_RE = re.compile(r"^Warning: (?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):? (.*)$")
+
+
+def match_warning(line):
+    """(file relative to the tree, line, message) of a compiler or
+    kernel-doc warning line, or None."""
+    m = WARN_RE.match(line) or KDOC_RE.match(line)
+    return (m.group(1), m.group(2), m.group(3)) if m else None
 
 
 def commit_files(commit, src):
@@ -80,8 +90,8 @@ def patchcheck(src, bdir, commit, jobs, log, prog):
 
 
 def warning_key(line):
-    m = WARN_RE.match(line)
-    return (m.group(1), m.group(3)) if m else line
+    m = match_warning(line)
+    return (m[0], m[2]) if m else line
 
 
 # The kernel's Makefile (6.15 and later: scripts/checker-valid.sh) skips
@@ -131,8 +141,8 @@ def compile_warnings(src, bdir, objs, touched, jobs, log):
         fh.write("$ patchcheck %s\n%s\n" % (" ".join(sorted(objs)), out))
     warnings = []
     for line in out.splitlines():
-        m = WARN_RE.match(line.strip())
-        if m and m.group(1) in touched:
+        m = match_warning(line.strip())
+        if m and m[0] in touched:
             warnings.append(line.strip())
     failed = None
     if proc.returncode != 0:
