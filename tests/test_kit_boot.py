@@ -293,6 +293,32 @@ def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
     assert any("POINT one" in b and "FORK-EXIT-STATUS: 0" not in b for b in batches), batches
 
 
+def test_a_guests_time_starts_once_it_holds_its_slot(tmp_path, monkeypatch):
+    """The wait for a guest slot is no part of the guest's time: a clock
+    that jumps 1000 s while the slot is taken does not reach res.seconds."""
+    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "qemu-system-x86_64").write_text(FAKE_QEMU)
+    (bindir / "qemu-system-x86_64").chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
+    base = tmp_path / "base.cpio"
+    base.write_bytes(b"\0" * 512)
+    monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
+    real, skew = cmd_boot.time.monotonic, [0.0]
+    monkeypatch.setattr(cmd_boot.time, "monotonic", lambda: real() + skew[0])
+
+    class SlowSlots(cmd_boot.GuestSlots):
+        def __enter__(self):
+            got = super().__enter__()
+            skew[0] += 1000.0          # as if the slot came 1000 s later
+            return got
+
+    monkeypatch.setattr(cmd_boot, "GuestSlots", SlowSlots)
+    res = cmd_boot.run_guest(str(tmp_path / "bzImage"), "true", log=str(tmp_path / "c.log"))
+    assert res.rc == 0 and 0 <= res.seconds < 1000, res.seconds
+
+
 def test_qemu_missing(kit, tmp_path):
     kernel = tmp_path / "bzImage"
     kernel.write_bytes(b"not a kernel")

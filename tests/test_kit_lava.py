@@ -494,6 +494,39 @@ def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, m
     assert not os.path.exists(job["actions"][0]["deploy"]["images"]["ramdisk"]["url"][7:])
 
 
+def test_a_lava_jobs_time_starts_once_it_holds_its_slot(kit, tmp_path, monkeypatch):
+    """The wait for a guest slot is no part of the job's time (the time
+    LAVA adds per job is read from it)."""
+    prog = tmp_path / "lava-run"
+    prog.write_text(FAKE_LAVA_RUN)
+    prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
+    kernel = tmp_path / "k.bzImage"
+    kernel.write_bytes(b"k")
+    log = tmp_path / "canned.log"
+    log.write_text(job_log(["FORK-GUEST-START 9.9", "FORK-EXIT-STATUS: 0",
+                            "reboot: Restarting system"], kernel_sha=lava.sha256_file(kernel)))
+    monkeypatch.setenv("LOG", str(log))
+    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
+    monkeypatch.setenv("SLOT", str(kit.work / "locks" / "guest.lock"))
+    monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
+    small_base(tmp_path, monkeypatch)
+    real, skew = lava.time.monotonic, [0.0]
+    monkeypatch.setattr(lava.time, "monotonic", lambda: real() + skew[0])
+
+    class SlowSlots(lava.GuestSlots):
+        def __enter__(self):
+            got = super().__enter__()
+            skew[0] += 1000.0          # as if the slot came 1000 s later
+            return got
+
+    monkeypatch.setattr(lava, "GuestSlots", SlowSlots)
+    disk = tmp_path / "d.img"
+    disk.write_bytes(b"\0" * 512)
+    res = lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
+                              log=str(tmp_path / "c.log"), meta={"fork.kit": "x"}, test="smoke")
+    assert res.rc == 0 and 0 <= res.seconds < 1000, res.seconds
+
+
 def test_what_a_killed_lava_run_leaves_running_is_ended(kit, tmp_path, monkeypatch):
     """lava-run killed from outside leaves its QEMU (here a sleep in its
     process group) running on the cell's disks: it is ended before the
