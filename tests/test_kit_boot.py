@@ -262,10 +262,9 @@ printf 'last words'
 """
 
 
-def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
-    """run_guest(follow=F) runs F while QEMU does: F sees the console
-    during the boot, and after QEMU exits it has been stopped and handed
-    every line, the last one without a line end too."""
+def fake_qemu(tmp_path, monkeypatch):
+    """FAKE_QEMU first on PATH, a work directory and a one-file base
+    initramfs of the test's own."""
     monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -275,6 +274,13 @@ def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
     base = tmp_path / "base.cpio"
     base.write_bytes(b"\0" * 512)
     monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
+
+
+def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
+    """run_guest(follow=F) runs F while QEMU does: F sees the console
+    during the boot, and after QEMU exits it has been stopped and handed
+    every line, the last one without a line end too."""
+    fake_qemu(tmp_path, monkeypatch)
     batches = []
 
     class Seen(console.Follower):
@@ -293,28 +299,26 @@ def test_run_guest_follows_the_console_while_qemu_runs(tmp_path, monkeypatch):
     assert any("POINT one" in b and "FORK-EXIT-STATUS: 0" not in b for b in batches), batches
 
 
+def slot_comes_late(module, monkeypatch):
+    """`module`'s clock (time.monotonic) jumps 1000 s as its guest slot is
+    taken: a boot's time that counts the wait shows it."""
+    real, skew = module.time.monotonic, [0.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: real() + skew[0])
+
+    class SlowSlots(module.GuestSlots):
+        def __enter__(self):
+            got = super().__enter__()
+            skew[0] += 1000.0
+            return got
+
+    monkeypatch.setattr(module, "GuestSlots", SlowSlots)
+
+
 def test_a_guests_time_starts_once_it_holds_its_slot(tmp_path, monkeypatch):
     """The wait for a guest slot is no part of the guest's time: a clock
     that jumps 1000 s while the slot is taken does not reach res.seconds."""
-    monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "qemu-system-x86_64").write_text(FAKE_QEMU)
-    (bindir / "qemu-system-x86_64").chmod(0o755)
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ["PATH"]))
-    base = tmp_path / "base.cpio"
-    base.write_bytes(b"\0" * 512)
-    monkeypatch.setattr(initramfs, "base_archive", lambda extra_files=None, log=None: str(base))
-    real, skew = cmd_boot.time.monotonic, [0.0]
-    monkeypatch.setattr(cmd_boot.time, "monotonic", lambda: real() + skew[0])
-
-    class SlowSlots(cmd_boot.GuestSlots):
-        def __enter__(self):
-            got = super().__enter__()
-            skew[0] += 1000.0          # as if the slot came 1000 s later
-            return got
-
-    monkeypatch.setattr(cmd_boot, "GuestSlots", SlowSlots)
+    fake_qemu(tmp_path, monkeypatch)
+    slot_comes_late(cmd_boot, monkeypatch)
     res = cmd_boot.run_guest(str(tmp_path / "bzImage"), "true", log=str(tmp_path / "c.log"))
     assert res.rc == 0 and 0 <= res.seconds < 1000, res.seconds
 

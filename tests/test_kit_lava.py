@@ -19,6 +19,7 @@ from forkkit import cli
 from forkkit.core.errors import ForkError, RunnerError
 from forkkit.guest import initramfs, lava, lavaserver, qemu
 
+from test_kit_boot import slot_comes_late
 from test_kit_check import fake, rows_of, run  # noqa: F401 - the fixture
 
 
@@ -469,20 +470,28 @@ cat "$LOG"
 """
 
 
-def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, monkeypatch):
+def canned_lava_run(kit, tmp_path, monkeypatch, console):
+    """FAKE_LAVA_RUN as the kit's lava-run, giving a job log of `console`
+    for a kernel of the test's own (returned), one guest slot."""
     prog = tmp_path / "lava-run"
     prog.write_text(FAKE_LAVA_RUN)
     prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
     kernel = tmp_path / "k.bzImage"
     kernel.write_bytes(b"k")
     log = tmp_path / "canned.log"
-    log.write_text(job_log(["FORK-GUEST-START 9.9", "RESULT prog=x a=1", "FORK-EXIT-STATUS: 0",
-                            "reboot: Restarting system"], kernel_sha=lava.sha256_file(kernel)))
+    log.write_text(job_log(console, kernel_sha=lava.sha256_file(kernel)))
     monkeypatch.setenv("LOG", str(log))
     monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
     monkeypatch.setenv("SLOT", str(kit.work / "locks" / "guest.lock"))
     monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
     small_base(tmp_path, monkeypatch)
+    return kernel
+
+
+def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, monkeypatch):
+    kernel = canned_lava_run(kit, tmp_path, monkeypatch, [
+        "FORK-GUEST-START 9.9", "RESULT prog=x a=1", "FORK-EXIT-STATUS: 0",
+        "reboot: Restarting system"])
     disk = tmp_path / "d.img"
     disk.write_bytes(b"\0" * 512)
     res = lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
@@ -497,29 +506,9 @@ def test_lava_runner_takes_a_slot_and_returns_the_guests_result(kit, tmp_path, m
 def test_a_lava_jobs_time_starts_once_it_holds_its_slot(kit, tmp_path, monkeypatch):
     """The wait for a guest slot is no part of the job's time (the time
     LAVA adds per job is read from it)."""
-    prog = tmp_path / "lava-run"
-    prog.write_text(FAKE_LAVA_RUN)
-    prog.chmod(prog.stat().st_mode | stat.S_IEXEC)
-    kernel = tmp_path / "k.bzImage"
-    kernel.write_bytes(b"k")
-    log = tmp_path / "canned.log"
-    log.write_text(job_log(["FORK-GUEST-START 9.9", "FORK-EXIT-STATUS: 0",
-                            "reboot: Restarting system"], kernel_sha=lava.sha256_file(kernel)))
-    monkeypatch.setenv("LOG", str(log))
-    monkeypatch.setenv("FORK_GUEST_SLOTS", "1")
-    monkeypatch.setenv("SLOT", str(kit.work / "locks" / "guest.lock"))
-    monkeypatch.setattr(lava, "lava_run_binary", lambda: str(prog))
-    small_base(tmp_path, monkeypatch)
-    real, skew = lava.time.monotonic, [0.0]
-    monkeypatch.setattr(lava.time, "monotonic", lambda: real() + skew[0])
-
-    class SlowSlots(lava.GuestSlots):
-        def __enter__(self):
-            got = super().__enter__()
-            skew[0] += 1000.0          # as if the slot came 1000 s later
-            return got
-
-    monkeypatch.setattr(lava, "GuestSlots", SlowSlots)
+    kernel = canned_lava_run(kit, tmp_path, monkeypatch, [
+        "FORK-GUEST-START 9.9", "FORK-EXIT-STATUS: 0", "reboot: Restarting system"])
+    slot_comes_late(lava, monkeypatch)
     disk = tmp_path / "d.img"
     disk.write_bytes(b"\0" * 512)
     res = lava.run_guest_lava(str(kernel), "true", [str(disk)], timeout=30,
