@@ -136,7 +136,8 @@ WHY = ("The test asserted statfs equal to the group descriptor sums after every 
 
 
 def test_explained_runs_are_shown_under_their_table(repo):
-    failed = [r["log"] for r in json.loads((repo / EMERGENCY).read_text()) if not r["passed"]]
+    bad = [r for r in json.loads((repo / EMERGENCY).read_text()) if not r["passed"]]
+    failed = [r["log"] for r in bad]
     assert len(failed) == 5
     (repo / checkrecords.EXPLAINED).write_text(json.dumps(
         [{"runs": failed, "why": WHY, "see": "records/README.md"}], indent=1))
@@ -145,19 +146,22 @@ def test_explained_runs_are_shown_under_their_table(repo):
     assert "FSTESTS.md" not in proc.stderr and "BENCHMARKS.md" not in proc.stderr
     assert report("--docs", repo=repo).returncode == 0
     text = (repo / "CHECKS.md").read_text()
-    # the new head's table: its five carried cells are decided by the
-    # corrected test's runs, and the explained runs are listed under it
-    # the head the document shows for next/, and its commits that carry those runs
+    # the head the document shows for next/: its commits of the trees
+    # those runs tested are decided by the corrected test's runs (a row's
+    # runs are judged with every run of its tree), and the explained runs
+    # are listed under the table
     import re
     head = re.search(r"^@@ checks 7\.3 (\S+) next$", (repo / "docs" / "CHECKS.md.in").read_text(),
                      re.M).group(1)
     rows = json.loads((repo / "records" / "checks" / "7.3" / head /
                        "debug-emergency-remount.json").read_text())
-    carried = [r["commit"][:12] for r in rows
-               if any(run.get("log") in failed for run in r.get("runs", []))]
-    assert len(carried) == 5
-    verdict = ("Every recorded run of these commits, judged together: pass: 4; pass (1 "
-               "failed run explained): 5 (%s)." % ", ".join(carried))
+    trees = {r["tree"]: r["log"] for r in bad}
+    carried = [r["commit"][:12] for r in rows if r["tree"] in trees]
+    failed = [trees[r["tree"]] for r in rows if r["tree"] in trees]
+    assert carried
+    verdict = ("Every recorded run of these commits, judged together: pass: %d; pass (1 "
+               "failed run explained): %d (%s)." % (len(rows) - len(carried), len(carried),
+                                                    ", ".join(carried)))
     assert verdict in text
     note = text[text.index(verdict) + len(verdict):].split("####")[0]
     assert note.startswith("\n\nFailed runs explained, left out of the verdicts above "
@@ -165,7 +169,7 @@ def test_explained_runs_are_shown_under_their_table(repo):
     assert "%s See [records/README.md](records/README.md)." % WHY in note
     for commit, log in zip(carried, failed):
         assert "%s (`%s`)" % (commit, log) in note
-    assert "flaky: 1 of 2 runs failed: 5" not in text
+    assert "flaky: 1 of 2 runs failed: %d (%s)" % (len(carried), ", ".join(carried)) not in text
     assert report("--docs", "--check", repo=repo).returncode == 0
 
 
