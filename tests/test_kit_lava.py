@@ -841,3 +841,17 @@ def test_up_starts_a_process_anew_when_its_pid_is_anothers(kit, capsys):
             lavaserver._start("worker", ["false"], {"worker": other.pid})
     finally:
         end(other.pid, *started)
+
+
+def test_a_table_of_lava_runs_names_the_runner_in_its_command():
+    """A check table's markdown gives the command that repeats it: a table
+    of runs through LAVA says --runner, one of the kit's QEMU does not."""
+    import types
+    from forkkit.verify import check as vcheck
+    row = {"commit": "a" * 40, "subject": "s", "cells": {}, "seconds": 1.0, "kit": "k"}
+    series = types.SimpleNamespace(rel="patches")
+    qemu_md = vcheck.markdown([dict(row)], series, "base", "smoke")
+    lava_md = vcheck.markdown([dict(row, runner="lava")], series, "base", "smoke")
+    assert "`tools/fork check --series patches --config base --test smoke`" in qemu_md
+    assert "`tools/fork check --series patches --config base --test smoke --runner lava`" \
+        in lava_md

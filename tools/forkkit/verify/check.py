@@ -379,7 +379,9 @@ def base_reports(base, rows, flavour, test, out, guest_accel="tcg"):
 def markdown(rows, series, flavour, test):
     """The table as markdown, with what produced each row: the booted
     image's sha256, the kit's code hash and the QEMU/e2fsprogs versions."""
-    out = ["`tools/fork check --series %s --config %s --test %s`" % (series.rel, flavour, test),
+    runners = sorted({r.get("runner") or "qemu" for r in rows} - {"qemu"})
+    out = ["`tools/fork check --series %s --config %s --test %s%s`" % (
+        series.rel, flavour, test, "".join(" --runner %s" % r for r in runners)),
            ""] + md_table(["commit", "subject"] + CELLS + ["time", "image sha256", "kit"], [
                [r["commit"][:12], md_cell(r["subject"])[:60]]
                + [r["cells"].get(c, "-") for c in CELLS]
