@@ -244,10 +244,10 @@ def test_fragment_parsing_and_warning_regex(tmp_path):
     # "Warning: FILE:LINE ..." (measured: 7.3's W=1 build of a commit that
     # added an undocumented parameter to a kernel-doc'ed function)
     for line, where in (
-            ("/srv/kit/work/src/fs/ext2/balloc.c:1020: warning: Function parameter or "
+            ("../../src/fs/ext2/balloc.c:1020: warning: Function parameter or "
              "struct member 'group_last_block' not described in 'try_to_extend_reservation'",
              ("fs/ext2/balloc.c", "1020")),
-            ("Warning: /srv/kit/work/src/fs/ext2/balloc.c:1019 function parameter "
+            ("Warning: src/fs/ext2/balloc.c:1019 function parameter "
              "'group_last_block' not described in 'try_to_extend_reservation'",
              ("fs/ext2/balloc.c", "1019")),
             ("Warning: ../../src/fs/ext2/super.c:88 Excess function parameter 'x' "

@@ -12,11 +12,11 @@ from .make import make_args, make_env
 
 # gcc names the source as kbuild passed it: relative to the build dir
 # ("../../src/fs/ext2/inode.c" for O=work/build/<x>), absolute, or plain.
-WARN_RE = re.compile(r"^(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):(?:\d+:)? "
-                     r"(?:warning|error): (.*)$")
+SOURCE = r"(?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+)"
+WARN_RE = re.compile(r"^" + SOURCE + r":(?:\d+:)? (?:warning|error): (.*)$")
 # The Python kernel-doc (W=1 runs it on every C file it compiles) of
 # later kernels: "Warning: FILE:LINE message", the file named the same ways.
-KDOC_RE = re.compile(r"^Warning: (?:\.\./)*(?:(?:[^\s:]*?/)?src/)?([^\s:]+):(\d+):? (.*)$")
+KDOC_RE = re.compile(r"^Warning: " + SOURCE + r":? (.*)$")
 
 
 def match_warning(line):

@@ -178,12 +178,15 @@ def scan(log):
     untangled lines (a printk can split its marker)."""
     rc = None
     problems = []
-    with open(log, errors="replace") as fh:
+
+    def raw(fh):
         for line in fh:
             if PROBLEM_RE.search(line):
                 problems.append(line.rstrip())
+            yield line
+
     with open(log, errors="replace") as fh:
-        for line in untangle(fh):
+        for line in untangle(raw(fh)):
             m = EXIT_RE.search(line)
             if m:
                 rc = int(m.group(1))

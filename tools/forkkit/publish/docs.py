@@ -367,7 +367,8 @@ def _base_text(all_cells, by_tree, ver, base, flavour, test, top):
         if away:
             notes.append("all in other heads' tables" if away == len(judged) else
                          "%d in other heads' tables" % away)
-        notes += [_how(judged)] if _how(judged) else []
+        how = _how(judged)
+        notes += [how] if how else []
         if c["explained"]:
             notes.append("%s explained" % _runs(len(c["explained"]), "failed run"))
         if c["errors"]:
@@ -443,7 +444,8 @@ def _summary_line(all_cells, by_tree, top, ver, base, series, flavour, test):
         extra = ["%s here" % _runs(len(judged)) if not away else
                  "%s in other heads' tables" % _runs(away) if away == len(judged) else
                  "%s here, %d in other heads' tables" % (_runs(len(judged) - away), away)]
-        extra += [_how(judged)] if _how(judged) else []
+        how = _how(judged)
+        extra += [how] if how else []
         if explained:
             extra.append("%s of %s explained in %s" % (
                 _runs(n_explained, "failed run"), _numbers(explained), checkrecords.EXPLAINED))
