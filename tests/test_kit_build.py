@@ -1,5 +1,7 @@
 """fork build, against the fake kernel's Makefile (see conftest.FAKE_MAKEFILE)."""
 
+import os
+
 import pytest
 
 from conftest import BASE_CONFIG
@@ -217,6 +219,50 @@ def test_dirty_build_worktree_is_refused(kit):
     assert res.rc == 1
     assert "build worktree %s has local changes" % (kit.work / "src") in res.err
     assert "README" in res.err
+
+
+def _interrupted_checkout(kit, extra=None):
+    """work/src at distro/9.9, half switched to a commit that changes
+    balloc.c, with the kit's mark of a checkout under way, as a Ctrl-C
+    during `git checkout` leaves it; `extra` is a file changed besides.
+    Returns the commit the interrupted checkout was for."""
+    from forkkit.repo import worktree
+    kit.imported()
+    assert kit.fork("build", "distro/9.9", "-j1").rc == 0
+    kit.git("checkout", "-q", "-b", "switched", "distro/9.9")
+    f = kit.ktree / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text() + "/* switched */\n")
+    kit.git("commit", "-q", "-a", "-m", "ext2: a change to switch to")
+    target = kit.git("rev-parse", "HEAD").strip()
+    src = kit.work / "src"
+    (src / "fs" / "ext2" / "balloc.c").write_text(f.read_text())
+    if extra:
+        (src / extra).write_text("edited in the wrong place\n")
+    gitdir = kit.git("rev-parse", "--absolute-git-dir", cwd=src).strip()
+    with open(os.path.join(gitdir, worktree.CHECKOUT_MARK), "w") as fh:
+        fh.write(target + "\n")
+    return target
+
+
+def test_interrupted_checkout_of_the_build_worktree_is_finished(kit):
+    target = _interrupted_checkout(kit)
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 0, res
+    assert "which was interrupted" in res.err
+    src = kit.work / "src"
+    assert kit.git("status", "--porcelain", "--untracked-files=no", cwd=src).strip() == ""
+    assert kit.git("rev-parse", "HEAD", cwd=src).strip() == target
+    gitdir = kit.git("rev-parse", "--absolute-git-dir", cwd=src).strip()
+    assert "fork-checkout" not in os.listdir(gitdir)
+
+
+def test_interrupted_checkout_with_other_changes_is_refused(kit):
+    _interrupted_checkout(kit, extra="README")
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 1
+    assert "build worktree %s has local changes" % (kit.work / "src") in res.err
+    assert (kit.work / "src" / "README").read_text() == "edited in the wrong place\n"
+    assert "/* switched */" in (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text()
 
 
 def test_fragment_parsing_and_warning_regex(tmp_path):

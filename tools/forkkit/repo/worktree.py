@@ -6,6 +6,7 @@ export).  The user's checkout is never touched."""
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 from ..core.errors import ForkError
@@ -36,12 +37,60 @@ def add(path, commit, what, checkout=True, log=None, prog=None):
     return path
 
 
+# Written in the worktree's git directory while the kit checks a commit out
+# there (the commit, one line), removed when the checkout is done: a
+# checkout that was interrupted (Ctrl-C, a killed run) leaves it behind,
+# with the files half switched.
+CHECKOUT_MARK = "fork-checkout"
+
+
+def _mark_path(path):
+    return os.path.join(git(["rev-parse", "--absolute-git-dir"], cwd=path), CHECKOUT_MARK)
+
+
+def _checkout(path, commit, log=None, force=False):
+    mark = _mark_path(path)
+    with open(mark, "w") as fh:
+        fh.write(commit + "\n")
+    run(["git", "checkout", "-q"] + (["-f"] if force else []) + ["--detach", commit],
+        cwd=path, log=log)
+    os.remove(mark)
+
+
+def _finish_interrupted(path, what, log=None, prog=None):
+    """Finish a checkout of the kit's that was interrupted in `path`: its
+    files are then half switched from HEAD to the marked commit.  Only
+    when every changed file is one the two commits differ in (what a
+    checkout writes); any other change is left for ensure() to refuse."""
+    mark = _mark_path(path)
+    try:
+        with open(mark) as fh:
+            target = fh.read().strip()
+    except FileNotFoundError:
+        return
+    changed = set(git(["diff", "--name-only", "HEAD"], cwd=path).splitlines())
+    if git(["cat-file", "-t", target], cwd=path, check=False) != "commit":
+        return
+    switched = set(git(["diff", "--name-only", "HEAD", target], cwd=path).splitlines())
+    if not changed <= switched:
+        return
+    note = ("finishing the checkout of %s in the %s worktree %s, which was interrupted"
+            % (target[:12], what, path))
+    if prog:
+        prog.say(note)
+    else:
+        print("fork: " + note, file=sys.stderr, flush=True)
+    _checkout(path, target, log=log, force=True)
+
+
 def ensure(path, commit, what, log=None, prog=None):
     """The kit's own worktree `path` with `commit` checked out, detached:
-    made when missing (add()); refused when it has local changes (it
+    made when missing (add()); a checkout of the kit's that was
+    interrupted is finished first; refused when it has local changes (it
     belongs to the kit: work is done in the kernel tree)."""
     if not is_worktree(path):
         return add(path, commit, what, log=log, prog=prog)
+    _finish_interrupted(path, what, log=log, prog=prog)
     dirty = git(["status", "--porcelain", "--untracked-files=no"], cwd=path)
     if dirty:
         raise ForkError("the %s worktree %s has local changes (%s): it belongs to the fork "
@@ -50,7 +99,7 @@ def ensure(path, commit, what, log=None, prog=None):
     if git(["rev-parse", "HEAD"], cwd=path) != commit:
         if prog:
             prog.say("checking out %s in %s" % (commit[:12], path))
-        run(["git", "checkout", "-q", "--detach", commit], cwd=path, log=log)
+        _checkout(path, commit, log=log)
     return path
 
 
