@@ -221,38 +221,42 @@ def test_dirty_build_worktree_is_refused(kit):
     assert "README" in res.err
 
 
-def _interrupted_checkout(kit, extra=None):
+def _interrupted_checkout(kit, balloc=None, added=None, extra=None):
     """work/src at distro/9.9, half switched to a commit that changes
-    balloc.c, with the kit's mark of a checkout under way, as a Ctrl-C
-    during `git checkout` leaves it; `extra` is a file changed besides.
-    Returns the commit the interrupted checkout was for."""
+    balloc.c and adds added.c, with the kit's mark of a checkout under
+    way, as a Ctrl-C during `git checkout` leaves it: balloc.c as that
+    commit has it (or `balloc`), added.c absent (or `added`), `extra` a
+    file changed besides.  Returns the commit and work/src's git dir."""
     from forkkit.repo import worktree
     kit.imported()
     assert kit.fork("build", "distro/9.9", "-j1").rc == 0
     kit.git("checkout", "-q", "-b", "switched", "distro/9.9")
     f = kit.ktree / "fs" / "ext2" / "balloc.c"
     f.write_text(f.read_text() + "/* switched */\n")
+    (kit.ktree / "fs" / "ext2" / "added.c").write_text("/* added */\n")
+    kit.git("add", "fs/ext2/added.c")
     kit.git("commit", "-q", "-a", "-m", "ext2: a change to switch to")
     target = kit.git("rev-parse", "HEAD").strip()
     src = kit.work / "src"
-    (src / "fs" / "ext2" / "balloc.c").write_text(f.read_text())
+    (src / "fs" / "ext2" / "balloc.c").write_text(balloc or f.read_text())
+    if added is not None:
+        (src / "fs" / "ext2" / "added.c").write_text(added)
     if extra:
         (src / extra).write_text("edited in the wrong place\n")
     gitdir = kit.git("rev-parse", "--absolute-git-dir", cwd=src).strip()
     with open(os.path.join(gitdir, worktree.CHECKOUT_MARK), "w") as fh:
         fh.write(target + "\n")
-    return target
+    return target, gitdir
 
 
 def test_interrupted_checkout_of_the_build_worktree_is_finished(kit):
-    target = _interrupted_checkout(kit)
+    target, gitdir = _interrupted_checkout(kit, added="/* added */\n")
     res = kit.fork("build", "switched", "-j1")
     assert res.rc == 0, res
     assert "which was interrupted" in res.err
     src = kit.work / "src"
     assert kit.git("status", "--porcelain", "--untracked-files=no", cwd=src).strip() == ""
     assert kit.git("rev-parse", "HEAD", cwd=src).strip() == target
-    gitdir = kit.git("rev-parse", "--absolute-git-dir", cwd=src).strip()
     assert "fork-checkout" not in os.listdir(gitdir)
 
 
@@ -262,6 +266,31 @@ def test_interrupted_checkout_with_other_changes_is_refused(kit):
     assert res.rc == 1
     assert "build worktree %s has local changes" % (kit.work / "src") in res.err
     assert (kit.work / "src" / "README").read_text() == "edited in the wrong place\n"
+    assert "/* switched */" in (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text()
+
+
+def test_interrupted_checkout_keeps_an_edit_of_a_switched_file(kit):
+    # balloc.c is a file the checkout writes, but what it holds is nobody's checkout
+    _interrupted_checkout(kit, balloc="my own fix\n")
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 1
+    assert "build worktree %s has local changes" % (kit.work / "src") in res.err
+    assert (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text() == "my own fix\n"
+
+
+def test_interrupted_checkout_keeps_an_untracked_file_where_the_commit_adds_one(kit):
+    _interrupted_checkout(kit, added="my own new file\n")
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 1
+    assert (kit.work / "src" / "fs" / "ext2" / "added.c").read_text() == "my own new file\n"
+
+
+def test_interrupted_checkout_with_a_lock_left_says_what_to_remove(kit):
+    _, gitdir = _interrupted_checkout(kit)
+    open(os.path.join(gitdir, "index.lock"), "w").close()
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 1
+    assert "index.lock is left: remove it if no git runs there" in res.err
     assert "/* switched */" in (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text()
 
 

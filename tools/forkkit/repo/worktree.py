@@ -3,6 +3,7 @@
 (work/bisect) and temporary sparse checkouts of a base tree (MAINTAINERS,
 export).  The user's checkout is never touched."""
 
+import hashlib
 import os
 import re
 import shutil
@@ -57,23 +58,73 @@ def _checkout(path, commit, log=None, force=False):
     os.remove(mark)
 
 
+def _paths(args, path):
+    """The NUL-separated paths git prints for `args` (diff -z)."""
+    out = run(["git"] + args, cwd=path).stdout
+    return set(p for p in out.split("\0") if p)
+
+
+def _blob_id(path, rel, fmt):
+    """The id git gives the file `rel` of the worktree `path` as it is on
+    disk (a symlink's target, else its bytes); None when there is none."""
+    full = os.path.join(path, rel)
+    if os.path.islink(full):
+        data = os.fsencode(os.readlink(full))
+    elif os.path.isfile(full):
+        with open(full, "rb") as fh:
+            data = fh.read()
+    else:
+        return None
+    return hashlib.new(fmt, b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _only_checkout_wrote(path, target):
+    """True when every file of `path` that differs from HEAD, and every
+    file on disk where `target` adds one, holds exactly `target`'s
+    version (or is absent where `target` has none): what an interrupted
+    `git checkout target` leaves, and nothing a person wrote."""
+    changed = _paths(["diff", "--name-only", "--no-renames", "-z", "HEAD"], path)
+    added = _paths(["diff", "--name-only", "--no-renames", "--diff-filter=A", "-z",
+                    "HEAD", target], path)
+    check = changed | {p for p in added
+                       if os.path.lexists(os.path.join(path, p))}
+    if not check:
+        return True
+    fmt = git(["rev-parse", "--show-object-format"], cwd=path)
+    tree = {}
+    for entry in run(["git", "ls-tree", "-r", "-z", "--full-tree", target],
+                     cwd=path).stdout.split("\0"):
+        if entry:
+            meta, rel = entry.split("\t", 1)
+            tree[rel] = meta.split()[2]
+    return all(_blob_id(path, rel, fmt) == tree.get(rel) for rel in check)
+
+
 def _finish_interrupted(path, what, log=None, prog=None):
-    """Finish a checkout of the kit's that was interrupted in `path`: its
-    files are then half switched from HEAD to the marked commit.  Only
-    when every changed file is one the two commits differ in (what a
-    checkout writes); any other change is left for ensure() to refuse."""
+    """Finish a checkout of the kit's in `path` that was interrupted (its
+    mark is there), forcing it over what it half wrote: only when the
+    worktree holds nothing but that (_only_checkout_wrote()); otherwise
+    the changes are left for ensure() to refuse, whoever made them.  A
+    mark naming a commit the tree no longer has is dropped once the
+    worktree is clean."""
     mark = _mark_path(path)
     try:
         with open(mark) as fh:
             target = fh.read().strip()
     except FileNotFoundError:
         return
-    changed = set(git(["diff", "--name-only", "HEAD"], cwd=path).splitlines())
     if git(["cat-file", "-t", target], cwd=path, check=False) != "commit":
+        if not git(["status", "--porcelain", "--untracked-files=no"], cwd=path):
+            os.remove(mark)
         return
-    switched = set(git(["diff", "--name-only", "HEAD", target], cwd=path).splitlines())
-    if not changed <= switched:
+    if not _only_checkout_wrote(path, target):
         return
+    lock = os.path.join(os.path.dirname(mark), "index.lock")
+    if os.path.exists(lock):
+        raise ForkError("the %s worktree %s is half switched to %s by a checkout that was "
+                        "interrupted, and git's %s is left: remove it if no git runs there, "
+                        "and run the command again (the kit then finishes the checkout)"
+                        % (what, path, target[:12], lock))
     note = ("finishing the checkout of %s in the %s worktree %s, which was interrupted"
             % (target[:12], what, path))
     if prog:
@@ -86,8 +137,9 @@ def _finish_interrupted(path, what, log=None, prog=None):
 def ensure(path, commit, what, log=None, prog=None):
     """The kit's own worktree `path` with `commit` checked out, detached:
     made when missing (add()); a checkout of the kit's that was
-    interrupted is finished first; refused when it has local changes (it
-    belongs to the kit: work is done in the kernel tree)."""
+    interrupted is finished first when the worktree holds nothing else;
+    refused when it has local changes (it belongs to the kit: work
+    is done in the kernel tree)."""
     if not is_worktree(path):
         return add(path, commit, what, log=log, prog=prog)
     _finish_interrupted(path, what, log=log, prog=prog)
