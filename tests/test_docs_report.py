@@ -122,6 +122,20 @@ def test_a_bad_template_is_one_line(repo):
     tpl.write_text(tpl.read_text().replace("@@ no-such-directive 1", "@@ fstests"))
     proc = report("--docs", "--check", repo=repo)
     assert proc.returncode == 1 and "takes VER" in proc.stderr
+    tpl.write_text(tpl.read_text().replace("@@ fstests\n", "@@ fstests 7.3 ../quick\n"))
+    proc = report("--docs", "--check", repo=repo)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "name a markdown file of records/fstests/7.3/" in proc.stderr
+
+
+def test_a_named_fstests_run_renders_as_the_quick_one(repo):
+    quick = repo / "records" / "fstests" / "7.3" / "quick.md"
+    (quick.parent / "shard.md").write_text(quick.read_text())
+    tpl = repo / "docs" / "FSTESTS.md.in"
+    tpl.write_text(tpl.read_text().replace("@@ fstests 7.3\n", "@@ fstests 7.3 shard\n"))
+    assert report("--docs", repo=repo).returncode == 0
+    assert (repo / "FSTESTS.md").read_text() == (REPO / "FSTESTS.md").read_text().replace(
+        "records/fstests/7.3/quick.md", "records/fstests/7.3/shard.md")
 
 
 def test_check_without_docs():

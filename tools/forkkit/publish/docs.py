@@ -509,10 +509,14 @@ def d_guest_tests(root, ctx):
     return md_table(["test", "disk", "block size", "file system", "expected reports"], rows)
 
 
-def d_fstests(root, ctx, ver):
-    """records/fstests/<ver>/quick.md (`fstests --markdown`): its header and
-    totals, and the rows of every test that failed on either kernel."""
-    rel = "records/fstests/%s/quick.md" % ver
+def d_fstests(root, ctx, ver, name="quick"):
+    """records/fstests/<ver>/<name>.md (`fstests --markdown`; default the
+    quick group's): its header and totals, and the rows of every test that
+    failed on either kernel or whose verdict is not `same`."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ForkError("@@ fstests %s %s: name a markdown file of records/fstests/%s/ "
+                        "without .md (e.g. quick)" % (ver, name, ver))
+    rel = "records/fstests/%s/%s.md" % (ver, name)
     lines = _read(root, rel).rstrip("\n").splitlines()
     if not lines or not lines[0].startswith("# "):
         raise ForkError("%s: not `fstests --markdown` output: restore it from git" % rel)
@@ -626,7 +630,7 @@ DIRECTIVES = {
     "check-summary": (d_check_summary, "VER HEAD"),
     "flavours": (d_flavours, ""),
     "guest-tests": (d_guest_tests, ""),
-    "fstests": (d_fstests, "VER"),
+    "fstests": (d_fstests, "VER [NAME]"),
     "exclude": (d_exclude, ""),
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),
