@@ -631,7 +631,7 @@ def test_pipeline_new_failure_exits_1(pipeline, capsys):
     # the markdown may be committed (records/fstests/<ver>/quick.md): a local
     # bundle is named from the repository, not by this machine's path
     md = Path(report["meta"]["run_dir"], "fstests.md").read_text()
-    assert "\n- fstests: %s at 63a29724" % os.path.relpath("/b/xfstests.bundle", fstests.repo_root()) in md
+    assert "\n- fstests: xfstests.bundle (a local copy) at 63a29724" in md
     assert "- fstests: /" not in md
     assert report["totals"]["series"] == {"pass": 1, "fail": 1, "notrun": 1, "seconds": 9}
     assert report["meta"]["command"] == ("tools/fork fstests distro/7.3 series/7.3 generic/001 "

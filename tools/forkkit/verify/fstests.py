@@ -575,8 +575,10 @@ def markdown(meta, rows, excluded):
                                                          m["image_sha256"][:16]))
     patched = meta.get("fstests_patches") or []
     url = meta["fstests_url"]
-    if os.path.isabs(url):      # a local clone or bundle, named from the repository
-        url = os.path.relpath(url, repo_root())
+    if os.path.isabs(url):
+        # a local clone or bundle: the root names it by its path on the
+        # machine (and clone) that made the root, which says nothing here
+        url = "%s (a local copy)" % os.path.basename(url.rstrip("/"))
     out += ["- fstests: %s at %s%s" % (url, meta["fstests_commit"],
                                        " + ci/fstests/patches: %s" % ", ".join(patched)
                                        if patched else ""),
