@@ -29,6 +29,7 @@ VERBS = [
     ("fstests", "fstests"),
     ("report", "report"),
     ("lava", "lava"),
+    ("scale", "scale"),
 ]
 
 

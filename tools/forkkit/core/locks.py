@@ -176,6 +176,21 @@ def slot_path(i):
                         "guest.lock" if i == 0 else "guest-%d.lock" % i)
 
 
+def busy_slots(count):
+    """The slots among the first `count` that another process holds now
+    (each tried without waiting and let go at once)."""
+    busy = []
+    for i in range(count):
+        with open(slot_path(i), "w") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                busy.append(i)
+                continue
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    return busy
+
+
 class GuestSlots:
     """The guest slots (flock on work/locks/guest*.lock, guest_slot_count()
     of them): a guest takes one, the first free; `every` takes them all, in

@@ -1,0 +1,126 @@
+"""scale: the same checks and fstests with 1 guest slot and with more,
+verdicts compared, wall times side by side.
+
+    tools/fork scale [--slots 1,2] [--rounds N] [--series S ...] [--no-fstests]
+                     [--record]
+
+A round runs every job once per slot count, each as its own ``tools/fork``
+process with FORK_GUEST_SLOTS set to that count: ``check --series S --test
+smoke --force`` of each series (default: patches, backports/6.12,
+backports/6.1) and the fstests CI selection (``fstests distro/7.3
+series/7.3 --fresh`` of verify.scale.FSTESTS_CI, shards as many as the
+slots).  The order of the slot counts turns round from one round to the
+next.  Every run of a job must give the same verdicts (check rows: commit,
+cells, pass; fstests: each test's status on both kernels and its verdict);
+the table gives each job's seconds and the ratio of 1 slot's time to the
+most slots' per round, as mean [min..max] over the rounds.  It exits 1
+when verdicts differ or a job gave none.
+
+Run it on an otherwise idle machine: the record notes the load average
+before each job and whether another tools/fork run held a guest slot then
+(it does not wait for one).  Each job's output goes to
+work/logs/scale-<id>-*.log, its --json to work/scale/<id>/.  ``--record``
+writes records/scale/<id>.json, which the documents render (``@@ scale
+<id>``).  Images are built first by the jobs themselves: run the checks
+once before, so that the rounds time guests, not builds.
+"""
+
+import os
+import shlex
+import sys
+import time
+
+from ..core.errors import ForkError
+from ..core.locks import busy_slots
+from ..core.paths import ensure_dir, fork_entry, repo_root, wpath
+from ..core.proc import run
+from ..core.records import read_json, write_json
+from ..verify import scale as scalelib
+from ..verify.bench import kit_version, qemu_version
+
+HELP = "the same checks and fstests with 1 guest slot and with N: same verdicts, wall times"
+
+
+def add_arguments(p):
+    p.add_argument("--slots", default="1,2",
+                   help="the slot counts to compare, comma-separated (default: %(default)s)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="rounds; each runs every job once per slot count (default: %(default)s)")
+    p.add_argument("--series", action="append", default=None,
+                   help="a series to check (repeatable; default: %s)"
+                   % ", ".join(scalelib.CHECK_SERIES))
+    p.add_argument("--no-fstests", action="store_true",
+                   help="leave out the fstests CI selection")
+    p.add_argument("--record", action="store_true",
+                   help="write the run to records/scale/<id>.json")
+
+
+def parse_slots(text):
+    try:
+        slots = [int(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        slots = []
+    if len(slots) < 2 or len(set(slots)) != len(slots) or min(slots) < 1:
+        raise ForkError("--slots %s: give two or more different slot counts, e.g. 1,2" % text)
+    return slots
+
+
+def as_run(args, slots):
+    cmd = ["tools/fork", "scale", "--slots", ",".join(map(str, slots)),
+           "--rounds", str(args.rounds)]
+    for s in args.series or []:
+        cmd += ["--series", s]
+    if args.no_fstests:
+        cmd.append("--no-fstests")
+    return " ".join(shlex.quote(c) for c in cmd + ["--record"])
+
+
+def main(args):
+    slots = parse_slots(args.slots)
+    if args.rounds < 1:
+        raise ForkError("--rounds %d: give 1 or more rounds" % args.rounds)
+    jobs = scalelib.jobs(args.series, not args.no_fstests)
+    if not jobs:
+        raise ForkError("no job to run: name a --series or leave out --no-fstests")
+    run_id = time.strftime("%Y%m%d-%H%M%S")
+    outdir = ensure_dir(wpath("scale", run_id))
+    record = {"id": run_id, "command": as_run(args, slots), "slots": slots,
+              "kit": kit_version(), "qemu": qemu_version(), "host": scalelib.host_facts(),
+              "jobs": [{"name": n, "kind": k, "argv": ["tools/fork"] + a} for n, k, a in jobs],
+              "runs": []}
+    out = os.path.join(repo_root(), "records", "scale", run_id + ".json") if args.record \
+        else os.path.join(outdir, "scale.json")
+    for rep in range(args.rounds):
+        for n in scalelib.order(rep, slots):
+            for name, kind, argv in jobs:
+                tag = "%s-r%d-s%d" % (name.split()[0] + "-" + name.split()[1].replace("/", "_"),
+                                      rep + 1, n)
+                jpath = os.path.join(outdir, tag + ".json")
+                log = wpath("logs", "scale-%s-%s.log" % (run_id, tag))
+                ensure_dir(os.path.dirname(log))
+                cmd = [sys.executable, fork_entry()] + [jpath if a == "{json}" else a
+                                                        for a in argv]
+                entry = {"rep": rep + 1, "slots": n, "job": name,
+                         "load_before": scalelib.load_average(),
+                         "busy": bool(busy_slots(max(slots))),
+                         "log": os.path.relpath(log, wpath())}
+                print("scale: round %d, %d slot%s: %s" % (rep + 1, n, "" if n == 1 else "s",
+                                                          name), file=sys.stderr, flush=True)
+                t0 = time.monotonic()
+                proc = run(cmd, env={"FORK_GUEST_SLOTS": str(n)}, log=log, check=False)
+                entry["seconds"] = round(time.monotonic() - t0, 1)
+                entry["rc"] = proc.returncode
+                data = read_json(jpath, None)
+                try:
+                    entry["verdicts"] = scalelib.verdicts(kind, data)
+                except (ForkError, KeyError, TypeError) as exc:
+                    entry["verdicts"] = None
+                    entry["error"] = "no verdicts (%s): see %s" % (exc, entry["log"])
+                record["runs"].append(entry)
+                ensure_dir(os.path.dirname(out))
+                write_json(out, record)
+    print("\n".join(scalelib.markdown(record)))
+    print("record: %s" % os.path.relpath(out, repo_root()) if args.record else
+          "results: %s" % out)
+    rows = scalelib.summary(record)
+    return 0 if rows[-1]["same"] else 1
