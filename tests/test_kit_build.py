@@ -260,6 +260,28 @@ def test_interrupted_checkout_of_the_build_worktree_is_finished(kit):
     assert "fork-checkout" not in os.listdir(gitdir)
 
 
+@pytest.mark.parametrize("length", [0, 10])
+def test_interrupted_checkout_with_the_file_being_written_is_finished(kit, length):
+    # git was stopped after it truncated balloc.c (empty) or wrote a part of it
+    target, gitdir = _interrupted_checkout(kit)
+    f = kit.work / "src" / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text()[:length])
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 0, res
+    assert "which was interrupted" in res.err
+    assert kit.git("rev-parse", "HEAD", cwd=kit.work / "src").strip() == target
+    assert "/* switched */" in f.read_text()
+
+
+def test_interrupted_checkout_keeps_a_file_that_is_more_than_the_commits_start(kit):
+    # the start of the commit's balloc.c and then a line of someone's own
+    _interrupted_checkout(kit, balloc="/*\nmy own line\n")
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 1
+    assert "has local changes" in res.err
+    assert (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text() == "/*\nmy own line\n"
+
+
 def test_interrupted_checkout_with_other_changes_is_refused(kit):
     _interrupted_checkout(kit, extra="README")
     res = kit.fork("build", "switched", "-j1")

@@ -26,6 +26,7 @@ from ..core.tables import md_cell, md_table
 from ..guest import guesttests
 from ..verify import benchlib, checkrecords
 from ..verify import frag as fraglib
+from ..verify import scale as scalelib
 from ..verify import check as vcheck
 from ..verify import fstests as vfstests
 
@@ -619,6 +620,13 @@ def d_frag_table(root, ctx, run):
     return fraglib.table(_json(root, "records/frag/%s.json" % run))
 
 
+def d_scale(root, ctx, run):
+    """One run of `scale` (1 guest slot against N): verify.scale.markdown()
+    of records/scale/RUN.json, and a link to it."""
+    return scalelib.markdown(_json(root, "records/scale/%s.json" % run)) \
+        + ["", "Record: [records/scale/%s.json](records/scale/%s.json)" % (run, run)]
+
+
 def d_include(root, ctx, rel):
     return _read(root, rel).rstrip("\n").splitlines()
 
@@ -638,6 +646,7 @@ DIRECTIVES = {
     "frag-table": (d_frag_table, "RUN"),
     "bench-locks": (d_bench_locks, "RUN..."),
     "bench-steps": (d_bench_steps, "RUN... [only=WORKLOAD,...]"),
+    "scale": (d_scale, "RUN"),
     "include": (d_include, "FILE"),
 }
 

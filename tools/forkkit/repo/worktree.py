@@ -81,7 +81,8 @@ def _blob_id(path, rel, fmt):
 def _only_checkout_wrote(path, target):
     """True when every file of `path` that differs from HEAD, and every
     file on disk where `target` adds one, holds exactly `target`'s
-    version (or is absent where `target` has none): what an interrupted
+    version (or is absent where `target` has none, or holds the start of
+    it: the file being written, _being_written()): what an interrupted
     `git checkout target` leaves, and nothing a person wrote."""
     changed = _paths(["diff", "--name-only", "--no-renames", "-z", "HEAD"], path)
     added = _paths(["diff", "--name-only", "--no-renames", "--diff-filter=A", "-z",
@@ -97,7 +98,24 @@ def _only_checkout_wrote(path, target):
         if entry:
             meta, rel = entry.split("\t", 1)
             tree[rel] = meta.split()[2]
-    return all(_blob_id(path, rel, fmt) == tree.get(rel) for rel in check)
+    return all(_blob_id(path, rel, fmt) == tree.get(rel) or
+               _being_written(path, rel, tree.get(rel)) for rel in check)
+
+
+def _being_written(path, rel, blob):
+    """True when the file `rel` is a regular file holding the first bytes
+    of `blob` (none, or some): the file git was writing when the checkout
+    was stopped.  Writing `blob` over it loses nothing: every byte it
+    holds is in `blob`, where it stands."""
+    full = os.path.join(path, rel)
+    if blob is None or os.path.islink(full) or not os.path.isfile(full):
+        return False
+    with open(full, "rb") as fh:
+        data = fh.read()
+    # input=b"": the blob comes back as bytes, not decoded text
+    proc = run(["git", "cat-file", "blob", blob], cwd=path, check=False, input=b"")
+    want = proc.stdout
+    return proc.returncode == 0 and len(data) < len(want) and want.startswith(data)
 
 
 def _finish_interrupted(path, what, log=None, prog=None):

@@ -14,7 +14,8 @@ next.  Every run of a job must give the same verdicts (check rows: commit,
 cells, pass; fstests: each test's status on both kernels and its verdict);
 the table gives each job's seconds and the ratio of 1 slot's time to the
 most slots' per round, as mean [min..max] over the rounds.  It exits 1
-when verdicts differ or a job gave none.
+when verdicts differ, and stops at the first job that gives none (its
+log says why).
 
 Run it on an otherwise idle machine: the record notes the load average
 before each job and whether another tools/fork run held a guest slot then
@@ -119,6 +120,14 @@ def main(args):
                 record["runs"].append(entry)
                 ensure_dir(os.path.dirname(out))
                 write_json(out, record)
+                if entry["verdicts"] is None:
+                    # the times after a job that gave no answer compare nothing
+                    print("\n".join(scalelib.markdown(record)))
+                    raise ForkError("%s with %d slot%s gave no verdicts (exit %d): see %s; "
+                                    "the run stops here (kept in %s)"
+                                    % (name, n, "" if n == 1 else "s", proc.returncode,
+                                       wpath(entry["log"]), os.path.relpath(out, repo_root())
+                                       if args.record else out))
     print("\n".join(scalelib.markdown(record)))
     print("record: %s" % os.path.relpath(out, repo_root()) if args.record else
           "results: %s" % out)

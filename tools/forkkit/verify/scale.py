@@ -82,17 +82,27 @@ def summary(record):
     reps = sorted({r["rep"] for r in record["runs"]})
 
     def secs(name, n):
-        return [r["seconds"] for rep in reps for r in record["runs"]
-                if r["rep"] == rep and r["slots"] == n and (name is None or r["job"] == name)]
+        """The seconds of job `name` with `n` slots, round by round (all
+        jobs: each round's sum)."""
+        out = []
+        for rep in reps:
+            ts = [r["seconds"] for r in record["runs"] if r["rep"] == rep and
+                  r["slots"] == n and (name is None or r["job"] == name)]
+            if ts and (name is not None or rep in full):
+                out.append(sum(ts))
+        return out
 
     def complete(rep):
         done = {(r["job"], r["slots"]) for r in record["runs"] if r["rep"] == rep}
         return all((name, n) in done for name in names for n in slots)
 
     full = [rep for rep in reps if complete(rep)]
+
     for name in names + [None]:
         runs = [r for r in record["runs"] if name is None or r["job"] == name]
         vs = {tuple(r["verdicts"]) if r.get("verdicts") is not None else None for r in runs}
+        same = len(vs) == 1 and None not in vs if name is not None else \
+            bool(rows) and all(row["same"] for row in rows)
         ratios = []
         for rep in full:
             t = {n: sum(r["seconds"] for r in record["runs"] if r["rep"] == rep and
@@ -102,7 +112,7 @@ def summary(record):
         rows.append({"job": name or "all jobs",
                      "seconds": {n: secs(name, n) for n in slots},
                      "ratios": ratios,
-                     "same": len(vs) == 1 and None not in vs,
+                     "same": same,
                      "failed": sum(1 for r in runs if r.get("verdicts") is None),
                      "rows": len(runs[0]["verdicts"]) if runs and runs[0].get("verdicts") else 0})
     return rows
