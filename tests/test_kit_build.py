@@ -271,15 +271,62 @@ def test_interrupted_checkout_with_the_file_being_written_is_finished(kit, lengt
     assert "which was interrupted" in res.err
     assert kit.git("rev-parse", "HEAD", cwd=kit.work / "src").strip() == target
     assert "/* switched */" in f.read_text()
+    assert kit.git("status", "--porcelain", "--untracked-files=no",
+                   cwd=kit.work / "src").strip() == ""
+    assert "fork-checkout" not in os.listdir(gitdir)
 
 
-def test_interrupted_checkout_keeps_a_file_that_is_more_than_the_commits_start(kit):
-    # the start of the commit's balloc.c and then a line of someone's own
-    _interrupted_checkout(kit, balloc="/*\nmy own line\n")
+@pytest.mark.parametrize("length", [0, 10])
+def test_interrupted_checkout_with_the_last_file_being_written_is_finished(kit, length):
+    # added.c sorts before balloc.c: written whole, then balloc.c in part
+    target, gitdir = _interrupted_checkout(kit, added="/* added */\n")
+    f = kit.work / "src" / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text()[:length])
+    res = kit.fork("build", "switched", "-j1")
+    assert res.rc == 0, res
+    assert kit.git("status", "--porcelain", "--untracked-files=no",
+                   cwd=kit.work / "src").strip() == ""
+    assert "fork-checkout" not in os.listdir(gitdir)
+
+
+def _refused(kit, path, text):
     res = kit.fork("build", "switched", "-j1")
     assert res.rc == 1
     assert "has local changes" in res.err
-    assert (kit.work / "src" / "fs" / "ext2" / "balloc.c").read_text() == "/*\nmy own line\n"
+    assert (kit.work / "src" / path).read_text() == text
+
+
+def test_interrupted_checkout_keeps_a_file_that_is_more_than_the_commits_start(kit):
+    # the commit's balloc.c whole, then a line of someone's own
+    _interrupted_checkout(kit)
+    f = kit.work / "src" / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text() + "my own line\n")
+    _refused(kit, "fs/ext2/balloc.c", f.read_text())
+    # the start of the commit's balloc.c, then a line of someone's own
+    f.write_text("/*\nmy own line\n")
+    _refused(kit, "fs/ext2/balloc.c", "/*\nmy own line\n")
+
+
+def test_interrupted_checkout_keeps_a_shortened_file_the_commit_does_not_change(kit):
+    # README emptied by a person (a prefix of the commit's README, which the
+    # checkout does not write)
+    _interrupted_checkout(kit)
+    (kit.work / "src" / "README").write_text("")
+    _refused(kit, "README", "")
+
+
+def test_interrupted_checkout_with_two_files_in_part_is_refused(kit):
+    _interrupted_checkout(kit, added="/* add")
+    f = kit.work / "src" / "fs" / "ext2" / "balloc.c"
+    f.write_text(f.read_text()[:5])
+    _refused(kit, "fs/ext2/added.c", "/* add")
+
+
+def test_interrupted_checkout_with_a_file_in_part_before_a_whole_one_is_refused(kit):
+    # added.c sorts before balloc.c, which holds the commit's version: git
+    # did not stop while writing added.c
+    _interrupted_checkout(kit, added="/* add")
+    _refused(kit, "fs/ext2/added.c", "/* add")
 
 
 def test_interrupted_checkout_with_other_changes_is_refused(kit):

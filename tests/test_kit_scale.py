@@ -12,6 +12,7 @@ import pytest
 
 from forkkit import cli
 from forkkit.core import locks
+from forkkit.core.errors import ForkError
 from forkkit.publish import docs
 from forkkit.verbs import scale as verb
 from forkkit.verify import scale
@@ -20,7 +21,9 @@ from forkkit.verify import scale
 CHECK_ROW = {"commit": "a" * 40, "flavour": "base", "test": "smoke", "passed": True,
              "cells": {"boot": "pass", "test": "pass"}}
 FSTESTS = {"tests": [{"test": "generic/013", "base": "pass", "series": "pass",
-                      "verdict": "same"}]}
+                      "verdict": "same"}],
+           "meta": {"e2fsck": "clean (4 boots)", "report_kinds": {
+               "WARNING": {"base": 0, "series": 0}, "ext2 error": {"base": 1, "series": 2}}}}
 
 
 @pytest.fixture
@@ -29,7 +32,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
     (tmp_path / "repo").mkdir()
     calls = []
-    state = {"answer": None}
+    state = {"answer": None, "rc": 0}
 
     def fake_run(cmd, env=None, log=None, check=True):
         slots = int(env["FORK_GUEST_SLOTS"])
@@ -42,7 +45,7 @@ def env(tmp_path, monkeypatch):
         if data is not None:
             with open(path, "w") as fh:
                 json.dump(data, fh)
-        return subprocess.CompletedProcess(cmd, 0)
+        return subprocess.CompletedProcess(cmd, state["rc"])
 
     monkeypatch.setattr(verb, "run", fake_run)
     return {"calls": calls, "state": state, "tmp": tmp_path}
@@ -86,7 +89,8 @@ def test_a_job_without_verdicts_exits_1(env, capsys):
     assert main("--rounds", "2", "--series", "patches") == 1
     cap = capsys.readouterr()
     assert "gave none" in cap.out
-    assert "fstests CI selection 7.3 with 1 slot gave no verdicts (exit 0)" in cap.err
+    assert "fstests CI selection 7.3 with 1 slot gave no verdicts" in cap.err
+    assert "holds no fstests test" in cap.err
     assert len(env["calls"]) == 2              # it stopped there
 
 
@@ -99,7 +103,7 @@ def test_bad_slots_is_one_line(env, capsys, bad):
 
 
 def test_ratio_is_one_slot_over_most_per_complete_round():
-    rec = {"slots": [1, 2], "jobs": [{"name": "a"}, {"name": "b"}], "runs": [
+    rec = {"slots": [1, 2], "rounds": 1, "jobs": [{"name": "a"}, {"name": "b"}], "runs": [
         {"rep": 1, "slots": 1, "job": "a", "seconds": 100, "verdicts": ["x"]},
         {"rep": 1, "slots": 1, "job": "b", "seconds": 50, "verdicts": ["y"]},
         {"rep": 1, "slots": 2, "job": "a", "seconds": 50, "verdicts": ["x"]},
@@ -111,9 +115,12 @@ def test_ratio_is_one_slot_over_most_per_complete_round():
     assert rows["a"]["ratios"] == [2.0]
     assert rows["b"]["ratios"] == [1.0]
     assert rows["all jobs"]["ratios"] == [1.5]
-    assert rows["a"]["seconds"] == {1: [100], 2: [50, 40]}
-    assert rows["all jobs"]["seconds"] == {1: [150], 2: [100]}    # complete rounds' sums
+    assert rows["a"]["seconds"] == {1: [100], 2: [50]}         # complete rounds only
+    assert rows["all jobs"]["seconds"] == {1: [150], 2: [100]}    # their sums
     assert rows["a"]["same"] and rows["b"]["same"] and rows["all jobs"]["same"]
+    # fewer complete rounds than asked for: nothing is the same yet
+    rows = {r["job"]: r for r in scale.summary(dict(rec, rounds=2))}
+    assert not rows["a"]["same"] and not rows["all jobs"]["same"]
     rec["runs"][4]["verdicts"] = ["z"]
     rows = {r["job"]: r for r in scale.summary(rec)}
     assert not rows["a"]["same"] and not rows["all jobs"]["same"] and rows["b"]["same"]
@@ -122,9 +129,21 @@ def test_ratio_is_one_slot_over_most_per_complete_round():
 def test_verdicts_of_check_and_fstests():
     assert scale.verdicts("check", [CHECK_ROW]) == [
         "aaaaaaaaaaaa base/smoke pass boot=pass,test=pass"]
-    assert scale.verdicts("fstests", FSTESTS) == ["generic/013 base=pass series=pass same"]
-    with pytest.raises(Exception):
+    assert scale.verdicts("fstests", FSTESTS) == [
+        "generic/013 base=pass series=pass same", "e2fsck clean",
+        "reports base: ext2 error", "reports series: ext2 error"]
+    with pytest.raises(ForkError):
         scale.verdicts("check", [])
+    # an fstests test its time limit left pending is no verdict
+    pending = dict(FSTESTS, tests=FSTESTS["tests"] + [
+        {"test": "generic/014", "base": "pass", "series": None, "verdict": "pending"}])
+    with pytest.raises(ForkError, match="generic/014 did not run on both kernels"):
+        scale.verdicts("fstests", pending)
+    # exit 0 and 1 are verdicts (pass, something failed); others are not
+    assert scale.verdicts("check", [CHECK_ROW], 1)
+    for rc in (2, 3, -15):
+        with pytest.raises(ForkError, match="exited"):
+            scale.verdicts("check", [CHECK_ROW], rc)
 
 
 def test_busy_slots_names_a_slot_another_process_holds(tmp_path, monkeypatch):
@@ -149,5 +168,65 @@ def test_scale_directive_renders_the_record(env, tmp_path):
     lines = docs.DIRECTIVES["scale"][0](str(env["tmp"] / "repo"), {}, rec.stem)
     text = "\n".join(lines)
     assert "| check patches smoke |" in text and "records/scale/%s.json" % rec.stem in text
-    with pytest.raises(Exception):
+    with pytest.raises(ForkError):
         docs.DIRECTIVES["scale"][0](str(env["tmp"] / "repo"), {}, "no-such-run")
+    data = json.loads(rec.read_text())
+    data["finished"] = False
+    rec.write_text(json.dumps(data))
+    with pytest.raises(ForkError, match="did not finish"):
+        docs.DIRECTIVES["scale"][0](str(env["tmp"] / "repo"), {}, rec.stem)
+
+
+def test_an_interrupted_run_leaves_no_record_in_records(env, monkeypatch):
+    """A run stopped after its 1-slot jobs (a Ctrl-C in the first 2-slot
+    job) writes nothing to records/: its runs stay in work/scale/<id>/,
+    marked not finished."""
+    calls = []
+
+    def stop(argv, slots):
+        calls.append(slots)
+        if slots == 2:
+            raise KeyboardInterrupt
+        return [CHECK_ROW] if argv[0] == "check" else FSTESTS
+    env["state"]["answer"] = stop
+    with pytest.raises(KeyboardInterrupt):
+        verb.main(verb_args("--rounds", "1", "--series", "patches", "--record"))
+    assert not (env["tmp"] / "repo" / "records" / "scale").exists()
+    part = next((env["tmp"] / "work" / "scale").iterdir()) / "scale.json"
+    data = json.loads(part.read_text())
+    assert data["finished"] is False and len(data["runs"]) == 2
+    assert "not finished" in "\n".join(scale.markdown(data))
+    assert not scale.summary(data)[-1]["same"]
+
+
+def test_a_job_exiting_without_a_verdict_stops_the_run(env, capsys):
+    env["state"]["rc"] = 3           # e.g. fstests: tests left to run
+    assert main("--rounds", "1", "--series", "patches") == 1
+    assert "exited 3, not with a verdict" in capsys.readouterr().err
+    assert len(env["calls"]) == 1
+
+
+def test_a_job_is_never_given_a_json_left_from_before(env, capsys, monkeypatch):
+    """A job that writes no --json gets no verdicts, even where a file of
+    an earlier run of the same id (started in the same second) is left."""
+    import time
+    monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20260101-000000")
+    left = env["tmp"] / "work" / "scale" / "20260101-000000"
+    left.mkdir(parents=True)
+    (left / "job1-r1-s1.json").write_text(json.dumps([CHECK_ROW]))
+    env["state"]["answer"] = lambda argv, slots: None
+    assert main("--rounds", "1", "--series", "patches") == 1
+    assert "holds no check row" in capsys.readouterr().err
+
+
+def test_a_series_named_twice_is_refused(env, capsys):
+    assert main("--series", "patches", "--series", "patches") == 1
+    assert "named twice" in capsys.readouterr().err
+    assert not env["calls"]
+
+
+def verb_args(*argv):
+    import argparse
+    p = argparse.ArgumentParser()
+    verb.add_arguments(p)
+    return p.parse_args(list(argv))

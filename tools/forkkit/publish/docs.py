@@ -623,7 +623,11 @@ def d_frag_table(root, ctx, run):
 def d_scale(root, ctx, run):
     """One run of `scale` (1 guest slot against N): verify.scale.markdown()
     of records/scale/RUN.json, and a link to it."""
-    return scalelib.markdown(_json(root, "records/scale/%s.json" % run)) \
+    rec = _json(root, "records/scale/%s.json" % run)
+    if not rec.get("finished"):
+        raise ForkError("records/scale/%s.json is a run that did not finish: run `tools/fork "
+                        "scale` again, to the end" % run)
+    return scalelib.markdown(rec) \
         + ["", "Record: [records/scale/%s.json](records/scale/%s.json)" % (run, run)]
 
 

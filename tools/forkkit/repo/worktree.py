@@ -81,10 +81,12 @@ def _blob_id(path, rel, fmt):
 def _only_checkout_wrote(path, target):
     """True when every file of `path` that differs from HEAD, and every
     file on disk where `target` adds one, holds exactly `target`'s
-    version (or is absent where `target` has none, or holds the start of
-    it: the file being written, _being_written()): what an interrupted
-    `git checkout target` leaves, and nothing a person wrote."""
+    version (or is absent where `target` has none): what an interrupted
+    `git checkout target` leaves, and nothing a person wrote.  One file
+    may hold only the start of `target`'s version: the file git was
+    writing when it was stopped (_being_written())."""
     changed = _paths(["diff", "--name-only", "--no-renames", "-z", "HEAD"], path)
+    switched = _paths(["diff", "--name-only", "--no-renames", "-z", "HEAD", target], path)
     added = _paths(["diff", "--name-only", "--no-renames", "--diff-filter=A", "-z",
                     "HEAD", target], path)
     check = changed | {p for p in added
@@ -97,25 +99,43 @@ def _only_checkout_wrote(path, target):
                      cwd=path).stdout.split("\0"):
         if entry:
             meta, rel = entry.split("\t", 1)
-            tree[rel] = meta.split()[2]
-    return all(_blob_id(path, rel, fmt) == tree.get(rel) or
-               _being_written(path, rel, tree.get(rel)) for rel in check)
+            tree[rel] = meta.split()[0], meta.split()[2]
+    partial = []
+    for rel in check:
+        mode, blob = tree.get(rel, (None, None))
+        if _blob_id(path, rel, fmt) == blob:
+            continue
+        if rel in switched and mode in ("100644", "100755") and \
+                _being_written(path, rel, blob):
+            partial.append(rel)
+            continue
+        return False
+    if not partial:
+        return True
+    # git (one checkout worker, its default) writes the files in index
+    # order, one at a time: the file it was writing is the only one that
+    # holds part of its version, and no file after it holds its version
+    written = [os.fsencode(p) for p in check
+               if p in tree and os.path.lexists(os.path.join(path, p))]
+    return len(partial) == 1 and max(written) == os.fsencode(partial[0])
 
 
 def _being_written(path, rel, blob):
     """True when the file `rel` is a regular file holding the first bytes
-    of `blob` (none, or some): the file git was writing when the checkout
-    was stopped.  Writing `blob` over it loses nothing: every byte it
-    holds is in `blob`, where it stands."""
+    of `blob` (none, or some, not all): what git had written of it when
+    the checkout was stopped.  Writing `blob` over it loses no byte."""
     full = os.path.join(path, rel)
-    if blob is None or os.path.islink(full) or not os.path.isfile(full):
+    if os.path.islink(full) or not os.path.isfile(full):
+        return False
+    size = os.path.getsize(full)
+    proc = run(["git", "cat-file", "-s", blob], cwd=path, check=False)
+    if proc.returncode != 0 or size >= int(proc.stdout.strip() or 0):
         return False
     with open(full, "rb") as fh:
         data = fh.read()
     # input=b"": the blob comes back as bytes, not decoded text
     proc = run(["git", "cat-file", "blob", blob], cwd=path, check=False, input=b"")
-    want = proc.stdout
-    return proc.returncode == 0 and len(data) < len(want) and want.startswith(data)
+    return proc.returncode == 0 and proc.stdout.startswith(data)
 
 
 def _finish_interrupted(path, what, log=None, prog=None):

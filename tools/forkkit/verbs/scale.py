@@ -20,12 +20,16 @@ log says why).
 Run it on an otherwise idle machine: the record notes the load average
 before each job and whether another tools/fork run held a guest slot then
 (it does not wait for one).  Each job's output goes to
-work/logs/scale-<id>-*.log, its --json to work/scale/<id>/.  ``--record``
-writes records/scale/<id>.json, which the documents render (``@@ scale
+work/logs/scale-<id>-*.log, its --json and the run so far to
+work/scale/<id>/.  A job that does not finish with a verdict (an exit
+status other than 0 or 1, no --json, an fstests test left pending by the
+time limit) stops the run.  ``--record`` writes records/scale/<id>.json
+once every round has run, which the documents render (``@@ scale
 <id>``).  Images are built first by the jobs themselves: run the checks
 once before, so that the rounds time guests, not builds.
 """
 
+import glob
 import os
 import shlex
 import sys
@@ -80,30 +84,35 @@ def main(args):
     slots = parse_slots(args.slots)
     if args.rounds < 1:
         raise ForkError("--rounds %d: give 1 or more rounds" % args.rounds)
+    if args.series and len(set(args.series)) != len(args.series):
+        raise ForkError("a --series is named twice: use --rounds N to run a job more often")
     jobs = scalelib.jobs(args.series, not args.no_fstests)
     if not jobs:
         raise ForkError("no job to run: name a --series or leave out --no-fstests")
     run_id = time.strftime("%Y%m%d-%H%M%S")
     outdir = ensure_dir(wpath("scale", run_id))
     record = {"id": run_id, "command": as_run(args, slots), "slots": slots,
+              "rounds": args.rounds, "finished": False,
               "kit": kit_version(), "qemu": qemu_version(), "host": scalelib.host_facts(),
               "jobs": [{"name": n, "kind": k, "argv": ["tools/fork"] + a} for n, k, a in jobs],
               "runs": []}
-    out = os.path.join(repo_root(), "records", "scale", run_id + ".json") if args.record \
-        else os.path.join(outdir, "scale.json")
+    # the record goes to records/ only when every round has run
+    partial = os.path.join(outdir, "scale.json")
+    watch = max(max(slots), len(glob.glob(wpath("locks", "guest*.lock"))))
     for rep in range(args.rounds):
         for n in scalelib.order(rep, slots):
-            for name, kind, argv in jobs:
-                tag = "%s-r%d-s%d" % (name.split()[0] + "-" + name.split()[1].replace("/", "_"),
-                                      rep + 1, n)
+            for i, (name, kind, argv) in enumerate(jobs):
+                tag = "job%d-r%d-s%d" % (i + 1, rep + 1, n)
                 jpath = os.path.join(outdir, tag + ".json")
+                if os.path.exists(jpath):
+                    os.remove(jpath)
                 log = wpath("logs", "scale-%s-%s.log" % (run_id, tag))
                 ensure_dir(os.path.dirname(log))
                 cmd = [sys.executable, fork_entry()] + [jpath if a == "{json}" else a
                                                         for a in argv]
                 entry = {"rep": rep + 1, "slots": n, "job": name,
                          "load_before": scalelib.load_average(),
-                         "busy": bool(busy_slots(max(slots))),
+                         "busy": bool(busy_slots(watch)),
                          "log": os.path.relpath(log, wpath())}
                 print("scale: round %d, %d slot%s: %s" % (rep + 1, n, "" if n == 1 else "s",
                                                           name), file=sys.stderr, flush=True)
@@ -111,25 +120,29 @@ def main(args):
                 proc = run(cmd, env={"FORK_GUEST_SLOTS": str(n)}, log=log, check=False)
                 entry["seconds"] = round(time.monotonic() - t0, 1)
                 entry["rc"] = proc.returncode
-                data = read_json(jpath, None)
                 try:
-                    entry["verdicts"] = scalelib.verdicts(kind, data)
-                except (ForkError, KeyError, TypeError) as exc:
+                    entry["verdicts"] = scalelib.verdicts(kind, read_json(jpath, None),
+                                                          proc.returncode)
+                except (ForkError, KeyError, TypeError, AttributeError) as exc:
                     entry["verdicts"] = None
                     entry["error"] = "no verdicts (%s): see %s" % (exc, entry["log"])
                 record["runs"].append(entry)
-                ensure_dir(os.path.dirname(out))
-                write_json(out, record)
+                write_json(partial, record)
                 if entry["verdicts"] is None:
                     # the times after a job that gave no answer compare nothing
                     print("\n".join(scalelib.markdown(record)))
-                    raise ForkError("%s with %d slot%s gave no verdicts (exit %d): see %s; "
-                                    "the run stops here (kept in %s)"
-                                    % (name, n, "" if n == 1 else "s", proc.returncode,
-                                       wpath(entry["log"]), os.path.relpath(out, repo_root())
-                                       if args.record else out))
+                    raise ForkError("%s with %d slot%s gave no verdicts (%s): see %s; the "
+                                    "run stops here (kept in %s)"
+                                    % (name, n, "" if n == 1 else "s", entry["error"],
+                                       wpath(entry["log"]), partial))
+    record["finished"] = True
+    write_json(partial, record)
+    if args.record:
+        out = ensure_dir(os.path.join(repo_root(), "records", "scale"))
+        out = os.path.join(out, run_id + ".json")
+        write_json(out, record)
     print("\n".join(scalelib.markdown(record)))
     print("record: %s" % os.path.relpath(out, repo_root()) if args.record else
-          "results: %s" % out)
+          "results: %s" % partial)
     rows = scalelib.summary(record)
     return 0 if rows[-1]["same"] else 1

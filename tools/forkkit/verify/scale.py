@@ -53,68 +53,83 @@ def order(rep, slots):
     return list(slots) if rep % 2 == 0 else list(reversed(slots))
 
 
-def verdicts(kind, data):
+def verdicts(kind, data, rc=0):
     """What a job's --json says, reduced to its verdicts (a list of
-    strings, comparable between runs)."""
+    strings, comparable between runs).  A job that did not finish (an exit
+    status other than 0, all passed, or 1, something failed), or whose
+    answer is incomplete (an fstests test left pending by its time limit)
+    gives none: ForkError."""
+    if rc not in (0, 1):
+        raise ForkError("it exited %s, not with a verdict" % rc)
     if kind == "check":
         if not isinstance(data, list) or not data:
-            raise ForkError("a check --json holds no row")
+            raise ForkError("its --json holds no check row")
         return ["%s %s/%s %s %s" % (r["commit"][:12], r["flavour"], r["test"],
                                     "pass" if r.get("passed") else "FAIL",
                                     ",".join("%s=%s" % kv for kv in sorted(r["cells"].items())))
                 for r in data]
     if kind == "fstests":
         if not isinstance(data, dict) or not data.get("tests"):
-            raise ForkError("an fstests --json holds no test")
-        return ["%s base=%s series=%s %s" % (t["test"], t.get("base"), t.get("series"),
-                                             t.get("verdict")) for t in data["tests"]]
+            raise ForkError("its --json holds no fstests test")
+        rows = []
+        for t in data["tests"]:
+            if t.get("base") is None or t.get("series") is None or t.get("verdict") == "pending":
+                raise ForkError("%s did not run on both kernels" % t.get("test"))
+            rows.append("%s base=%s series=%s %s" % (t["test"], t["base"], t["series"],
+                                                     t["verdict"]))
+        # the host's e2fsck of every boot's disks, and which kinds of kernel
+        # report the consoles hold on each side (how many lines depends on
+        # how many boots, which the shards change)
+        meta = data.get("meta") or {}
+        rows.append("e2fsck %s" % str(meta.get("e2fsck") or "none").split()[0])
+        kinds = meta.get("report_kinds") or {}
+        for side in ("base", "series"):
+            rows.append("reports %s: %s" % (side, ",".join(
+                sorted(k for k, n in kinds.items() if (n or {}).get(side))) or "none"))
+        return rows
     raise ForkError("unknown job kind %r" % kind)
 
 
 def summary(record):
-    """Per job: the seconds of each slot count (in round order), the ratio
-    of 1 slot's time to the most slots' in each round, and whether every
-    run gave the same verdicts; and the same for the whole round."""
+    """Per job, then for all jobs: the seconds of each slot count in each
+    complete round (every job run with every slot count; all jobs: the
+    round's sum), the ratio of the fewest slots' time to the most slots'
+    per complete round, and whether the verdicts are the same: every run
+    of the job gave verdicts, the same, in every round the record asked
+    for (`rounds`)."""
     slots = record["slots"]
     lo, hi = min(slots), max(slots)
     names = [j["name"] for j in record["jobs"]]
-    rows = []
-    reps = sorted({r["rep"] for r in record["runs"]})
-
-    def secs(name, n):
-        """The seconds of job `name` with `n` slots, round by round (all
-        jobs: each round's sum)."""
-        out = []
-        for rep in reps:
-            ts = [r["seconds"] for r in record["runs"] if r["rep"] == rep and
-                  r["slots"] == n and (name is None or r["job"] == name)]
-            if ts and (name is not None or rep in full):
-                out.append(sum(ts))
-        return out
+    runs = record["runs"]
+    reps = sorted({r["rep"] for r in runs})
 
     def complete(rep):
-        done = {(r["job"], r["slots"]) for r in record["runs"] if r["rep"] == rep}
+        done = {(r["job"], r["slots"]) for r in runs if r["rep"] == rep}
         return all((name, n) in done for name in names for n in slots)
 
     full = [rep for rep in reps if complete(rep)]
+    whole = len(full) == record.get("rounds", 0) and bool(full)
 
+    def secs(name, n, rep):
+        return sum(r["seconds"] for r in runs if r["rep"] == rep and r["slots"] == n and
+                   (name is None or r["job"] == name))
+
+    rows = []
     for name in names + [None]:
-        runs = [r for r in record["runs"] if name is None or r["job"] == name]
-        vs = {tuple(r["verdicts"]) if r.get("verdicts") is not None else None for r in runs}
-        same = len(vs) == 1 and None not in vs if name is not None else \
-            bool(rows) and all(row["same"] for row in rows)
-        ratios = []
-        for rep in full:
-            t = {n: sum(r["seconds"] for r in record["runs"] if r["rep"] == rep and
-                        r["slots"] == n and (name is None or r["job"] == name)) for n in (lo, hi)}
-            if t[hi] > 0:
-                ratios.append(t[lo] / t[hi])
+        mine = [r for r in runs if name is None or r["job"] == name]
+        failed = sum(1 for r in mine if r.get("verdicts") is None)
+        if name is None:
+            same = whole and bool(rows) and all(row["same"] for row in rows)
+        else:
+            vs = {tuple(r["verdicts"]) for r in mine if r.get("verdicts") is not None}
+            same = whole and not failed and len(vs) == 1
+        ratios = [secs(name, lo, rep) / secs(name, hi, rep) for rep in full
+                  if secs(name, hi, rep) > 0]
         rows.append({"job": name or "all jobs",
-                     "seconds": {n: secs(name, n) for n in slots},
-                     "ratios": ratios,
-                     "same": same,
-                     "failed": sum(1 for r in runs if r.get("verdicts") is None),
-                     "rows": len(runs[0]["verdicts"]) if runs and runs[0].get("verdicts") else 0})
+                     "seconds": {n: [secs(name, n, rep) for rep in full] for n in slots},
+                     "ratios": ratios, "same": same, "failed": failed,
+                     "rows": len(mine[0]["verdicts"]) if mine and mine[0].get("verdicts")
+                     else 0})
     return rows
 
 
@@ -134,29 +149,36 @@ def markdown(record):
         + ["%d-slot time / %d-slot" % (lo, hi)]
     out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for row in summary(record):
-        v = ("%d, the same in every run" % row["rows"] if row["same"] else
-             "**differ**" if not row["failed"] else "**%d run(s) gave none**" % row["failed"])
-        if row["job"] == "all jobs":
+        if row["failed"]:
+            v = "**%d run(s) gave none**" % row["failed"]
+        elif row["job"] == "all jobs":
             v = "the same in every job" if row["same"] else "**not the same**"
+        else:
+            v = "%d lines, the same in every run" % row["rows"] if row["same"] else "**differ**"
         out.append("| " + " | ".join(
             [row["job"], v] + [", ".join("%.0f" % s for s in row["seconds"][n]) or "-"
                                for n in slots] + [_fmt_ratio(row["ratios"])]) + " |")
     host = record["host"]
     loads = [r["load_before"] for r in record["runs"]]
     busy = [r for r in record["runs"] if r.get("busy")]
-    reps = len({r["rep"] for r in record["runs"]})
+    reps = record.get("rounds", 0)
+    kit = record.get("kit") or {}
     out += ["",
-            "%d round%s, the slot counts' order turned round each round; seconds in round "
-            "order, the ratio as mean [min..max] over the rounds. Host: %s CPUs, %s MiB; "
-            "load average before a job %.2f..%.2f; %s."
-            % (reps, "" if reps == 1 else "s", host.get("cpus"), host.get("mem_mb"),
+            "%d round%s%s, the order of the slot counts turned round each round; seconds "
+            "per complete round, the ratio as mean [min..max] over them. Host: %s CPUs, "
+            "%s MiB; 1-minute load average before a job (this run's own load included) "
+            "%.2f..%.2f; %s."
+            % (reps, "" if reps == 1 else "s",
+               "" if record.get("finished") else " asked for, **not finished**",
+               host.get("cpus"), host.get("mem_mb"),
                min(loads) if loads else 0, max(loads) if loads else 0,
                "no other tools/fork run held a guest slot before any job" if not busy else
                "**another tools/fork run held a guest slot before %d job(s)**" % len(busy)),
             "",
-            "Kit %s; %s. Command: `%s`." % ((record.get("kit") or {}).get("commit", "?")[:12],
-                                             record.get("qemu") or "QEMU ?",
-                                             record["command"])]
+            "Kit %s%s; %s. Command: `%s`." % ((kit.get("commit") or "?")[:12],
+                                               " (with changes)" if kit.get("dirty") else "",
+                                               record.get("qemu") or "QEMU ?",
+                                               record["command"])]
     return out
 
 
