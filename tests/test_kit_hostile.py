@@ -40,6 +40,7 @@ VERBS = {
     "fstests": ["fstests", "distro/9.9", "series/9.9", "generic/001"],
     "report": ["report", "--docs", "--check"],
     "lava": ["lava", "status"],
+    "scale": ["scale", "--series", "patches", "--no-fstests", "--rounds", "1"],
 }
 # frag and bisect take their commits as arguments and read no series;
 # report reads only records/ and docs/; lava reads an image and its server

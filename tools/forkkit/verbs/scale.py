@@ -40,6 +40,7 @@ from ..core.locks import busy_slots
 from ..core.paths import ensure_dir, fork_entry, repo_root, wpath
 from ..core.proc import run
 from ..core.records import read_json, write_json
+from ..repo.series import Series
 from ..verify import scale as scalelib
 from ..verify.bench import kit_version, qemu_version
 
@@ -86,7 +87,11 @@ def main(args):
         raise ForkError("--rounds %d: give 1 or more rounds" % args.rounds)
     if args.series and len(set(args.series)) != len(args.series):
         raise ForkError("a --series is named twice: use --rounds N to run a job more often")
-    jobs = scalelib.jobs(args.series, not args.no_fstests)
+    # every series must be one before the first guest runs: a broken one is
+    # refused here in one line, not after the rounds have begun
+    series = [Series(s).rel for s in (args.series if args.series is not None
+                                      else scalelib.CHECK_SERIES)]
+    jobs = scalelib.jobs(series, not args.no_fstests)
     if not jobs:
         raise ForkError("no job to run: name a --series or leave out --no-fstests")
     run_id = time.strftime("%Y%m%d-%H%M%S")
