@@ -31,6 +31,11 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv("FORK_REPO", str(tmp_path / "repo"))
     monkeypatch.setenv("FORK_WORKDIR", str(tmp_path / "work"))
     (tmp_path / "repo").mkdir()
+    # the series scale checks must be series (it refuses one that is not)
+    for ser, ver in (("patches", "7.3"), ("backports/6.12", "6.12"), ("backports/6.1", "6.1")):
+        (tmp_path / "repo" / ser).mkdir(parents=True)
+        (tmp_path / "repo" / ser / "base").write_text(
+            "package: linux-source-%s\nversion: %s.1-1\nsha256: %s\n" % (ver, ver, "0" * 64))
     calls = []
     state = {"answer": None, "rc": 0}
 
@@ -230,3 +235,13 @@ def verb_args(*argv):
     p = argparse.ArgumentParser()
     verb.add_arguments(p)
     return p.parse_args(list(argv))
+
+
+def test_a_series_that_is_none_is_refused_before_any_job_runs(env):
+    # the last one named is broken: no job of the first may have run
+    for bad, needle in (("backports/none", "no series at backports/none"),
+                        ("../elsewhere", "is outside this repository")):
+        with pytest.raises(ForkError, match=needle):
+            verb.main(cli.parser().parse_args(["scale", "--series", "patches",
+                                               "--series", bad]))
+    assert env["calls"] == []
