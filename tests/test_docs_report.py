@@ -236,6 +236,22 @@ def test_a_run_stopped_by_its_time_limit_counts_its_pending_tests(repo):
     proc = report("--docs", repo=repo)
     assert proc.returncode == 0, proc.stderr
     out = (repo / "FSTESTS.md").read_text()
-    assert "100 of 672 tests have not run on both kernels yet" in out
+    assert "100 of 672 tests have yet to run on one kernel or both" in out
     assert out.count(" pending |") == 1                 # the one that failed
     assert lines[rows[-1]] in out
+    # the rows the complete run lists are all still listed
+    for l in lines[:rows[-100]]:
+        if l.startswith("| ") and ("| fail |" in l or "new failure" in l):
+            assert l in out, l
+    assert "| generic/347 |" in out                     # fails on both kernels
+
+
+def test_a_broken_row_of_an_fstests_table_is_one_line(repo):
+    quick = repo / "records" / "fstests" / "7.3" / "quick.md"
+    lines = quick.read_text().splitlines()
+    i = next(i for i, l in enumerate(lines) if l.startswith("| ext4/"))
+    lines[i] = "| ext4/001 | fail | fail |"
+    quick.write_text("\n".join(lines) + "\n")
+    proc = report("--docs", repo=repo)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "is not a row of the per-test table: restore it from git" in proc.stderr

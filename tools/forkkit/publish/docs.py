@@ -513,7 +513,8 @@ def d_guest_tests(root, ctx):
 def d_fstests(root, ctx, ver, name="quick"):
     """records/fstests/<ver>/<name>.md (`fstests --markdown`; default the
     quick group's): its header and totals, and the rows of every test that
-    failed on either kernel or whose verdict is not `same`."""
+    failed on either kernel or whose verdict is not `same`; the tests a
+    run has yet to run (verdict `pending`) are counted, not listed."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise ForkError("@@ fstests %s %s: name a markdown file of records/fstests/%s/ "
                         "without .md (e.g. quick)" % (ver, name, ver))
@@ -531,23 +532,25 @@ def d_fstests(root, ctx, ver, name="quick"):
     for l in lines[tables[0] + 2:]:
         if not l.startswith("|"):
             break
-        rows.append(l)
-    def failed(l):
-        return "fail" in [c.strip() for c in l.split("|")[2:4]]
-
-    # a run stopped by its time limit: its tests still to run are counted,
-    # not listed (a failure on the one kernel that ran it is listed)
-    pending = [l for l in rows if l.split("|")[6].strip() == "pending"]
-    bad = [l for l in rows if failed(l) or (l not in pending
-                                             and l.split("|")[6].strip() != "same")]
+        # | test | base | series | base time | series time | verdict | why |
+        cells = [c.strip() for c in l.split("|")]
+        if len(cells) < 8:
+            raise ForkError("%s: %r is not a row of the per-test table: restore it from git"
+                            % (rel, l))
+        rows.append((l, cells))
+    # a run that stopped before its end (its time limit, a guest that ended
+    # early) leaves tests pending: they are counted, not listed, unless one
+    # failed on the kernel that ran it
+    pending = [l for l, c in rows if c[6] == "pending"]
+    bad = [l for l, c in rows if "fail" in c[2:4] or c[6] not in ("same", "pending")]
     out = head
     if pending:
-        out = out + ["%d of %d tests have not run on both kernels yet: the run stopped at "
-                     "its time limit, and its reproduce command continues it." %
+        out = out + ["%d of %d tests have yet to run on one kernel or both: the run stopped "
+                     "before its end, and its reproduce command continues it." %
                      (len(pending), len(rows)), ""]
-    out = out + ["Tests that failed on either kernel, or whose verdict is not `same` "
+    out = out + ["Tests that failed on either kernel, or whose verdict is not `same`%s "
                  "(every test, and why each one that did not run did not: [%s](%s)):"
-                 % (rel, rel), ""]
+                 % (" or pending" if pending else "", rel, rel), ""]
     if bad:
         out += lines[tables[0]:tables[0] + 2] + bad
     else:
