@@ -1122,6 +1122,72 @@ def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(e
         cmd_export.render_template(str(tmpl), values)
 
 
+# -- @@ fstests-summary: an fstests run of the base and the head ---------------------
+
+def fstests_md(ek, name, base, head, rows):
+    """records/fstests/9.9/<name>.md as `fstests --markdown` writes it, of
+    `base` and `head` (commits), rows [(test, base, series, verdict)]."""
+    d = ek.repo / "records" / "fstests" / KVER
+    d.mkdir(parents=True, exist_ok=True)
+    tot = {s: {k: sum(1 for r in rows if r[i] == k) for k in ("pass", "fail", "notrun")}
+           for i, s in ((1, "base"), (2, "series"))}
+    text = ["# fstests on ext2: distro/9.9 vs series/9.9", "",
+            "- base: `distro/9.9` (%s), image sha256 00" % base[:12],
+            "- series: `series/9.9` (%s), image sha256 11" % head[:12],
+            "- selection: group auto (%d tests, 0 excluded by ci/fstests/ext2.exclude)"
+            % len(rows),
+            "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks",
+            "- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)",
+            "- reproduce: `tools/fork fstests distro/9.9 series/9.9 --group auto`", "",
+            "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |"]
+    text += ["| %s | %d | %d | %d | 9s |" % (s, t["pass"], t["fail"], t["notrun"])
+             for s, t in tot.items()]
+    text += ["", "| test | base | series | base time | series time | verdict | why not pass |",
+             "| --- | --- | --- | ---: | ---: | --- | --- |"]
+    text += ["| %s | %s | %s | 1s | 1s | %s | |" % r for r in rows]
+    (d / (name + ".md")).write_text("\n".join(text) + "\n")
+
+
+def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    fstests_md(ek, "auto-1k", base, ek.ids[-1], [
+        ("generic/001", "pass", "pass", "same"), ("generic/002", "fail", "fail", "same"),
+        ("generic/003", "pass", "fail", "**new failure**"), ("generic/004", "-", "-", "pending")])
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n\n{summary}\n{check_table}\n@@ fstests-summary 9.9 auto-1k\n"
+                    "{base}\n{changelog}\n{range_diff}\n")
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    assert ("fstests group auto (4 tests, 0 excluded by ci/fstests/ext2.exclude), distro/9.9 "
+            "against series/9.9 (%s):\n- mkfs: `mkfs.ext2 -b 1024` on the test and scratch "
+            "disks\n- base: 2 pass, 1 fail, 0 not run (9s of tests)\n- series: 1 pass, 2 fail, "
+            "0 not run (9s of tests)\n- new failures on the series: generic/003\n- 1 of 4 "
+            "tests have yet to run on one kernel or both: the run is not finished\n"
+            % ek.ids[-1][:12]) in body
+
+
+@pytest.mark.parametrize("which", ["base", "series"])
+def test_a_letter_summarizing_an_fstests_run_of_other_kernels_is_refused(ek, which):
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    # a run of another head (the series' first commit), or on another base
+    fstests_md(ek, "auto", ek.ids[0] if which == "base" else base,
+               ek.ids[0] if which == "series" else ek.ids[-1],
+               [("generic/001", "pass", "pass", "same")])
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ fstests-summary 9.9 auto\n")
+    with pytest.raises(ForkError) as e:
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    msg = str(e.value)
+    assert "\n" not in msg and "`@@ fstests-summary 9.9 auto` tested %s" % which in msg
+    assert "not the %s being exported" % ("base" if which == "base" else "head") in msg
+    fstests_md(ek, "auto", base, ek.ids[-1], [("generic/001", "pass", "pass", "same")])
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
+
+
 # -- @@ check-summary: the check tables of a head, summarized ----------------------
 
 def summary_tables(ek, head, commits, names=("base-stress", "kcsan-stress"), suffix="",

@@ -271,6 +271,56 @@ def test_boot_records_time_limit_leaves_the_rest():
     assert set(recs) == {"generic/001", "generic/013"}
 
 
+def test_boot_records_cut_test_runs_again():
+    # the time limit, then the guest cut generic/013 (still running after the
+    # grace): check recorded it as failed when its processes were killed,
+    # but that is no verdict on the kernel
+    console = CONSOLE_CRASH.replace("[   12.0] Kernel panic - not syncing: Fatal exception\n",
+                                    "FSTESTS-TIME-LIMIT\nFSTESTS-CUT\n"
+                                    " [failed, exit status 137]\n"
+                                    "FSTESTS-END check-exit=1\n")
+    xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""},
+             "generic/013": {"status": "fail", "seconds": 301, "message": "exit status 137"}}
+    recs, limit = fstests.boot_records(["generic/001", "generic/013", "generic/074"], xunit,
+                                       console, timed_out=False)
+    assert limit
+    assert fstests.cut_test(console) == "generic/013"
+    assert set(recs) == {"generic/001"}
+    # no cut mark: nothing is cut
+    assert fstests.cut_test(console.replace("FSTESTS-CUT\n", "")) is None
+
+
+def test_guest_watchdog_cuts_the_running_test(tmp_path):
+    """The watchdog of fstests-run.sh, run by bash on the host with the
+    limit and grace at 1 s: a fake check that, like check, handles SIGTERM
+    only after its running test, whose test never ends (a child and a
+    grandchild that sleep).  The watchdog says FSTESTS-CUT, kills the test's
+    whole process tree and check ends; without the cut it would wait on."""
+    script = fstests.guest_script(["generic/001"], 1)
+    run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
+    start = run_sh.index("# at the time limit")
+    end = run_sh.index("watch=$!")
+    watchdog = run_sh[start:end].replace("sleep %d;" % fstests.CUT_GRACE, "sleep 1;")
+    assert "sleep 1; kill -0 $pid" in watchdog
+    fake = tmp_path / "check"
+    fake.write_text("#!/bin/bash\n"
+                    "trap 'echo check-term; exit 7' TERM\n"
+                    # the running test, in the foreground: TERM waits for it
+                    "bash -c 'sleep 1000 & sleep 1000; wait'\n"
+                    "echo test-ended\n"
+                    "wait\n")
+    fake.chmod(0o755)
+    driver = tmp_path / "driver.sh"
+    driver.write_text("#!/bin/bash\n%s & pid=$!\n%swatch=$!\nwait $pid\nrc=$?\n"
+                      "kill $watch 2>/dev/null\necho rc=$rc\n" % (fake, watchdog))
+    proc = subprocess.run(["bash", str(driver)], capture_output=True, text=True, timeout=60)
+    assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT" in proc.stdout, proc
+    assert "rc=7" in proc.stdout, proc
+    # nothing of the test is left running
+    left = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True)
+    assert left.stdout == "", left
+
+
 def test_console_tests_with_kernel_messages_between():
     # as measured on 7.3 (run-1): kmsg lines between a test's name and its time
     text = ("generic/001        [   29.430970] run fstests generic/001 at 2026-12-04 05:26:06\r\n"
@@ -544,7 +594,7 @@ def pipeline(tmp_path, monkeypatch, repo):
 
     monkeypatch.setattr(cmd_fstests, "build", fake_build)
     state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
-             "error_flag": set()}
+             "error_flag": set(), "timeouts": []}
 
     def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None, kvm=False):
         assert not kvm          # no image in the store: KVM not probed, TCG
@@ -564,6 +614,14 @@ def pipeline(tmp_path, monkeypatch, repo):
                 console.append("FSTESTS-TIME-LIMIT")
                 break
             st = outcome.get(t, "pass")
+            if t == state.get("cut_at"):    # the limit, then the guest cuts this test
+                state["timeouts"].append(timeout)
+                console += ["run fstests %s at now" % t, "FSTESTS-TIME-LIMIT", "FSTESTS-CUT",
+                            " [failed, exit status 137]"]
+                cases.append('<testcase classname="xfstests.global" name="%s" time="300">'
+                             '<failure message="exit status 137" type="TestFail"/>'
+                             '</testcase>' % t)
+                break
             if t == state.get("die_at"):            # the guest dies in this test
                 console.append("run fstests %s at now" % t)
                 break
@@ -727,6 +785,33 @@ def test_pipeline_time_limit_then_resume(pipeline, capsys):
     # the second run asked each kernel only for what had not run
     assert pipeline["boots"][boots:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
                                          ("series-7.3.bzImage", ["generic/002", "generic/013"])]
+
+
+def test_pipeline_cut_test_is_pending_then_runs_again(pipeline, capsys, tmp_path):
+    # the series' guest cut generic/002 at the time limit: check's "failed"
+    # for it is no verdict; it stays pending and the next run runs it first
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["cut_at"] = "generic/002"
+    rec = tmp_path / "rec"
+    argv = ["generic/001", "generic/002", "generic/013", "--time-limit", "1200",
+            "--record", str(rec)]
+    rc = run_main(*argv)
+    out = capsys.readouterr()
+    assert rc == 3, out
+    assert re.search(r"generic/002\s+-\s+-.*pending", out.out), out.out
+    assert "new failure" not in out.out
+    assert "generic/002 was still running %ds after the time limit: cut" % fstests.CUT_GRACE \
+        in out.err
+    # the host's timeout leaves the guest the grace and its own margin
+    assert all(t >= 60 + fstests.CUT_GRACE + cmd_fstests.BOOT_MARGIN
+               for t in pipeline["timeouts"])
+    boots = [json.loads((d / "boots.json").read_text()) for d in stores(rec)]
+    assert [b[-1]["cut"] for b in boots] == ["generic/002", "generic/002"]
+    pipeline["cut_at"] = None
+    n = len(pipeline["boots"])
+    assert run_main(*argv) == 0
+    assert pipeline["boots"][n:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
+                                     ("series-7.3.bzImage", ["generic/002", "generic/013"])]
 
 
 def test_pipeline_group_uses_exclude_list(pipeline, repo, capsys):
@@ -1201,6 +1286,20 @@ def test_block_size_is_in_the_profile_the_script_and_the_record_name():
     assert keys == {fstests.profile_key(default)}
     with pytest.raises(ForkError, match="ext2 takes 1024, 2048, 4096"):
         fstests.make_profile(512)
+
+
+@pytest.mark.parametrize("argv,line", [
+    ([], "- mkfs: `mkfs.ext2` without options: mke2fs chooses 4096-byte blocks"),
+    (["--block-size", "1024"], "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks")])
+def test_markdown_says_how_the_filesystems_were_made(pipeline, capsys, argv, line):
+    # a table of another block size must say so: its reader sees no record name
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", *argv) == 0
+    out = capsys.readouterr().out
+    md = Path(json.loads(Path(re.search(r"results: (\S+)", out).group(1), "fstests.json")
+                         .read_text())["meta"]["run_dir"], "fstests.md").read_text()
+    assert "\n" + line in md
+    assert md.index("- selection:") < md.index("- mkfs:") < md.index("- e2fsck")
 
 
 def fstests_args(argv):

@@ -10,7 +10,18 @@ mkdir -p /mnt/test /mnt/scratch /results/@RESULT_DIR@
 echo "FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)"
 ./check -R xunit $(cat /results/fork-tests) &
 pid=$!
-( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid ) &
+# at the time limit check stops after its running test; a test still
+# running @GRACE@ s later is cut: its process tree is killed, check writes
+# its report and the disks are unmounted (the host leaves the test to run
+# again), rather than the host's timeout killing a guest with them mounted
+tree() { local c; for c in $(pgrep -P "$1"); do echo "$c"; tree "$c"; done; }
+( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid
+  sleep @GRACE@; kill -0 $pid 2>/dev/null || exit 0
+  echo FSTESTS-CUT
+  for i in 1 2 3; do
+	p=$(tree $pid); [ -n "$p" ] || break
+	kill -STOP $p 2>/dev/null; kill -KILL $p 2>/dev/null; sleep 1
+  done ) &
 watch=$!
 wait $pid
 rc=$?

@@ -532,8 +532,9 @@ def changelog_text(n, path, prev_msgid):
 
 BENCH_DIRECTIVES = ("bench", "bench-facts", "bench-locks", "bench-steps", "frag",
                     "frag-table")
-# the check tables of a head, summarized (docs.d_check_summary())
-SUMMARY_DIRECTIVES = ("check-summary",)
+# the check tables of a head, summarized (docs.d_check_summary()); an
+# fstests run of the base and the head (docs.d_fstests_summary())
+SUMMARY_DIRECTIVES = ("check-summary", "fstests-summary")
 # what a cover letter may use: each is checked against the series it sends
 LETTER_DIRECTIVES = BENCH_DIRECTIVES + SUMMARY_DIRECTIVES
 
@@ -570,6 +571,9 @@ def check_summarized(path, base, commits):
     that lacks a commit or the base, are refused."""
     for directive, args in template_directives(path, SUMMARY_DIRECTIVES):
         line = "`@@ %s %s`" % (directive, " ".join(args))
+        if directive == "fstests-summary":
+            fstests_summarized(path, line, args, base, commits)
+            continue
         if len(args) != 2:
             raise ForkError("%s: %s: %s takes VER HEAD (a directory of records/checks/)"
                             % (rel(path), line, directive))
@@ -625,6 +629,26 @@ def check_summarized(path, base, commits):
                                base[:12], k + 1,
                                series[k][1][0][:12] if k < len(got) else "not",
                                commits[k][:12] if k < len(trees) else "not"))
+
+
+def fstests_summarized(path, line, args, base, commits):
+    """An `@@ fstests-summary VER NAME` line of the template speaks of the
+    series being exported: the run's base kernel is `base` and its series
+    kernel the head, by commit."""
+    if len(args) != 2:
+        raise ForkError("%s: %s: fstests-summary takes VER NAME (records/fstests/VER/NAME.md)"
+                        % (rel(path), line))
+    mdrel, _, _, head, _ = docs.fstests_markdown(repo_root(), args[0], args[1],
+                                                 "fstests-summary")
+    sides = docs.fstests_sides(mdrel, head)
+    for side, want in (("base", base), ("series", commits[-1])):
+        rev, commit = sides[side]
+        if not git(["rev-parse", want]).startswith(commit):
+            raise ForkError("%s: %s tested %s `%s` (%s), not the %s being exported (%s): name "
+                            "the run of this series (`tools/fork fstests BASE HEAD --markdown "
+                            "records/fstests/<ver>/<name>.md`)"
+                            % (rel(path), line, side, rev, commit,
+                               "base" if side == "base" else "head", want[:12]))
 
 
 def uses_bench(path):

@@ -632,7 +632,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             runner, lava_identity(ident or {}, profile, tests), "fstests")
         res = boot_fn(kernel, script, [disks[d] for d in ("root", "test", "scratch",
                                                            "results")],
-                      timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
+                      timeout=limit + fstests.CUT_GRACE + BOOT_MARGIN, prog=prog, log=log, label="fstests",
                       follow=TestFollower(log, label or side, done, total, prog),
                       kvm=guest_accel == "kvm")
         fsck = {}
@@ -663,6 +663,10 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             console = fh.read()
         records, limit_hit = fstests.boot_records(tests, xunit, console,
                                                   bool(res.error and "timed out" in res.error))
+        cut = fstests.cut_test(console)
+        if cut:
+            prog.say("%s boot %d: %s was still running %ds after the time limit: cut, "
+                     "left to run again" % (side, n, cut, fstests.CUT_GRACE))
     finally:
         for d in ("root", "test", "scratch", "results"):
             try:
@@ -687,6 +691,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             "seconds": round(res.seconds), "runner": runner or "qemu",
             "guest_seconds": round(guest_secs) if guest_secs is not None else None,
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
+            "cut": cut,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
             "kernel_config": config_sha, "accel": guest_accel,
