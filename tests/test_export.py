@@ -316,6 +316,51 @@ def test_export_v1(ek, send_email):
     assert not list((ek.work / "tmp").glob("export-*"))
 
 
+@pytest.fixture
+def ek_one(tmp_path, export_tarball, monkeypatch):
+    """An ExportKit whose series is one patch."""
+    kit = ExportKit(tmp_path, export_tarball, monkeypatch)
+    (kit.repo / "mailing").mkdir()
+    shutil.copyfile(TMPL, kit.repo / "mailing" / "cover-letter.tmpl")
+    shutil.copyfile(RECIPIENTS, kit.repo / "mailing" / "recipients")
+    kit.do_import()
+    kit.ids = kit.push_series(SERIES[:1])
+    kit.fake_checks(kit.ids)
+    return kit
+
+
+def test_one_patch_goes_without_a_cover_letter(ek_one, send_email, tmp_path):
+    """As b4 sends a one-patch series: `[PATCH]`, no 0/1 letter; the
+    letter's body below the `---`, which git am drops."""
+    ek = ek_one
+    res = ek.fork("export")
+    assert res.rc == 0, res
+    names = sorted(os.listdir(ek.outdir(1)))
+    assert names == ["0001-ext2-make-balloc-faster.patch"]
+    (patch,) = ek.mails(1)
+    h = headers(patch)
+    assert h["subject"] == "[PATCH] ext2: make balloc faster"
+    assert "in-reply-to" not in h
+    assert h["content-type"] == "text/plain; charset=UTF-8"
+    text = patch.read_text()
+    log, basement = text.split("\n---\n", 1)
+    assert "In 2003 Alex Tomas posted" not in log
+    letter, diff = basement.split(" fs/ext2/balloc.c | ", 1)
+    assert "In 2003 Alex Tomas posted" in letter
+    assert re.search(r"^  1/1 +%s +pass" % ek.ids[0][:12], letter, re.M), letter
+    assert "{" not in letter and "***" not in letter
+    # git am takes the log and the change alone
+    clone = tmp_path / "reader"
+    ek.git("clone", "-q", "--no-checkout", str(ek.ktree), str(clone), cwd=tmp_path)
+    ek.git("checkout", "-q", "--detach", "origin/distro/9.9", cwd=clone)
+    ek.git("am", "-q", str(patch), cwd=clone)
+    assert ek.rev("HEAD^{tree}", cwd=clone) == ek.rev("series/9.9^{tree}")
+    assert "Alex Tomas" not in ek.git("log", "-1", "--format=%B", cwd=clone)
+    # the recorded version names the patch's Message-Id for v2's link
+    info = (ek.repo / "mailing" / "versions" / "v1" / "base").read_text()
+    assert "cover-message-id: %s" % h["message-id"] in info
+
+
 def test_mails_work_with_git_am_send_email_and_b4(ek, send_email, tmp_path):
     """What the list sees: the mails git am onto the base and give the series'
     trees; git send-email accepts them and mails everyone; b4 reads the mbox."""
@@ -1138,6 +1183,8 @@ def fstests_md(ek, name, base, head, rows):
             % len(rows),
             "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks",
             "- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)",
+            "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the "
+            "series)",
             "- reproduce: `tools/fork fstests distro/9.9 series/9.9 --group auto`", "",
             "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |"]
     text += ["| %s | %d | %d | %d | 9s |" % (s, t["pass"], t["fail"], t["notrun"])
@@ -1153,18 +1200,23 @@ def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
     base = ek.rev("distro/9.9")
     fstests_md(ek, "auto-1k", base, ek.ids[-1], [
         ("generic/001", "pass", "pass", "same"), ("generic/002", "fail", "fail", "same"),
-        ("generic/003", "pass", "fail", "**new failure**"), ("generic/004", "-", "-", "pending")])
+        ("generic/003", "pass", "fail", "**new failure**"), ("generic/004", "-", "-", "pending"),
+        ("generic/005", "-", "fail", "pending"), ("generic/006", "notrun", "pass", "changed")])
     tmpl = ek.repo / "mailing" / "own.tmpl"
     tmpl.write_text("subject\n\n{summary}\n{check_table}\n@@ fstests-summary 9.9 auto-1k\n"
                     "{base}\n{changelog}\n{range_diff}\n")
     cmd_export.check_summarized(str(tmpl), base, ek.ids)
     values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
-    assert ("fstests group auto (4 tests, 0 excluded by ci/fstests/ext2.exclude), distro/9.9 "
+    assert ("fstests group auto (6 tests, 0 excluded by ci/fstests/ext2.exclude), distro/9.9 "
             "against series/9.9 (%s):\n- mkfs: `mkfs.ext2 -b 1024` on the test and scratch "
-            "disks\n- base: 2 pass, 1 fail, 0 not run (9s of tests)\n- series: 1 pass, 2 fail, "
-            "0 not run (9s of tests)\n- new failures on the series: generic/003\n- 1 of 4 "
+            "disks\n- base: 2 pass, 1 fail, 1 not run (9s of tests)\n- series: 2 pass, 3 fail, "
+            "0 not run (9s of tests)\n- verdicts: 2 pending, 2 same, 1 changed, 1 new failure\n"
+            "- new failures on the series: generic/003\n- 2 of 6 "
             "tests have yet to run on one kernel or both: the run is not finished\n"
+            "- failed on the kernel that ran them, yet to run on the other: generic/005 "
+            "(series)\n- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)\n"
+            "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the series)\n"
             % ek.ids[-1][:12]) in body
 
 

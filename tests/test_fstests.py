@@ -277,48 +277,69 @@ def test_boot_records_cut_test_runs_again():
     # but that is no verdict on the kernel
     console = CONSOLE_CRASH.replace("[   12.0] Kernel panic - not syncing: Fatal exception\n",
                                     "FSTESTS-TIME-LIMIT\nFSTESTS-CUT\n"
-                                    " [failed, exit status 137]\n"
                                     "FSTESTS-END check-exit=1\n")
+    tests = ["generic/001", "generic/013", "generic/074"]
     xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""},
              "generic/013": {"status": "fail", "seconds": 301, "message": "exit status 137"}}
-    recs, limit = fstests.boot_records(["generic/001", "generic/013", "generic/074"], xunit,
-                                       console, timed_out=False)
+    recs, limit = fstests.boot_records(tests, xunit, console, timed_out=False)
     assert limit
     assert fstests.cut_test(console) == "generic/013"
     assert set(recs) == {"generic/001"}
     # no cut mark: nothing is cut
     assert fstests.cut_test(console.replace("FSTESTS-CUT\n", "")) is None
+    # the last test had printed its result (check then hung elsewhere):
+    # its result stands
+    done = console.replace("FSTESTS-TIME-LIMIT\n", " 11s\nFSTESTS-TIME-LIMIT\n")
+    assert fstests.cut_test(done) is None
+    recs, _ = fstests.boot_records(tests, xunit, done, timed_out=False)
+    assert recs["generic/013"]["status"] == "fail"
+    # the kill did not end the test (blocked in the kernel), or the guest
+    # never ended: a hang, recorded as a failure
+    for hung in (console.replace("FSTESTS-CUT\n", "FSTESTS-CUT\nFSTESTS-CUT-FAILED\n"),
+                 console.replace("FSTESTS-END check-exit=1\n", "")):
+        recs, _ = fstests.boot_records(tests, xunit, hung, timed_out=True)
+        assert recs["generic/013"]["status"] == "fail"
+        assert "not ended by SIGKILL" in recs["generic/013"]["message"]
 
 
 def test_guest_watchdog_cuts_the_running_test(tmp_path):
     """The watchdog of fstests-run.sh, run by bash on the host with the
     limit and grace at 1 s: a fake check that, like check, handles SIGTERM
     only after its running test, whose test never ends (a child and a
-    grandchild that sleep).  The watchdog says FSTESTS-CUT, kills the test's
-    whole process tree and check ends; without the cut it would wait on."""
+    grandchild that sleep), and whose trap takes 3 s to write its report.
+    The watchdog says FSTESTS-CUT, kills the test's whole process tree and
+    leaves check to write its report; without the cut check would wait on,
+    and a kill of check's own children after the test would lose the
+    report."""
     script = fstests.guest_script(["generic/001"], 1)
     run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
     start = run_sh.index("# at the time limit")
     end = run_sh.index("watch=$!")
     watchdog = run_sh[start:end].replace("sleep %d;" % fstests.CUT_GRACE, "sleep 1;")
     assert "sleep 1; kill -0 $pid" in watchdog
+    mark = "%d.%d" % (900000 + os.getpid() % 1000, os.getpid())  # this test's sleeps alone
     fake = tmp_path / "check"
     fake.write_text("#!/bin/bash\n"
-                    "trap 'echo check-term; exit 7' TERM\n"
+                    "trap 'sleep 3 || exit 9; echo report-written; exit 7' TERM\n"
                     # the running test, in the foreground: TERM waits for it
-                    "bash -c 'sleep 1000 & sleep 1000; wait'\n"
-                    "echo test-ended\n"
-                    "wait\n")
+                    "bash -c 'sleep %s & sleep %s; wait'\n"
+                    "echo test-ended\n" % (mark, mark))
     fake.chmod(0o755)
     driver = tmp_path / "driver.sh"
     driver.write_text("#!/bin/bash\n%s & pid=$!\n%swatch=$!\nwait $pid\nrc=$?\n"
                       "kill $watch 2>/dev/null\necho rc=$rc\n" % (fake, watchdog))
-    proc = subprocess.run(["bash", str(driver)], capture_output=True, text=True, timeout=60)
-    assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT" in proc.stdout, proc
-    assert "rc=7" in proc.stdout, proc
-    # nothing of the test is left running
-    left = subprocess.run(["pgrep", "-f", "sleep 1000"], capture_output=True, text=True)
-    assert left.stdout == "", left
+    try:
+        proc = subprocess.run(["bash", str(driver)], capture_output=True, text=True,
+                              timeout=60)
+        assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT" in proc.stdout, proc
+        assert "FSTESTS-CUT-FAILED" not in proc.stdout, proc
+        assert "report-written" in proc.stdout and "rc=7" in proc.stdout, proc
+        # nothing of the test is left running
+        left = subprocess.run(["pgrep", "-f", "sleep %s" % mark], capture_output=True,
+                              text=True)
+        assert left.stdout == "", left
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 
 
 def test_console_tests_with_kernel_messages_between():
@@ -615,9 +636,9 @@ def pipeline(tmp_path, monkeypatch, repo):
                 break
             st = outcome.get(t, "pass")
             if t == state.get("cut_at"):    # the limit, then the guest cuts this test
-                state["timeouts"].append(timeout)
-                console += ["run fstests %s at now" % t, "FSTESTS-TIME-LIMIT", "FSTESTS-CUT",
-                            " [failed, exit status 137]"]
+                state["timeouts"].append((timeout, int(re.search(
+                    r"\( sleep (\d+); echo FSTESTS-TIME-LIMIT;", script).group(1))))
+                console += ["run fstests %s at now" % t, "FSTESTS-TIME-LIMIT", "FSTESTS-CUT"]
                 cases.append('<testcase classname="xfstests.global" name="%s" time="300">'
                              '<failure message="exit status 137" type="TestFail"/>'
                              '</testcase>' % t)
@@ -803,10 +824,17 @@ def test_pipeline_cut_test_is_pending_then_runs_again(pipeline, capsys, tmp_path
     assert "generic/002 was still running %ds after the time limit: cut" % fstests.CUT_GRACE \
         in out.err
     # the host's timeout leaves the guest the grace and its own margin
-    assert all(t >= 60 + fstests.CUT_GRACE + cmd_fstests.BOOT_MARGIN
-               for t in pipeline["timeouts"])
+    assert len(pipeline["timeouts"]) == 2
+    assert all(t == limit + fstests.CUT_GRACE + cmd_fstests.BOOT_MARGIN
+               for t, limit in pipeline["timeouts"])
     boots = [json.loads((d / "boots.json").read_text()) for d in stores(rec)]
     assert [b[-1]["cut"] for b in boots] == ["generic/002", "generic/002"]
+    # the table says which tests were cut
+    md = Path(json.loads(Path(re.search(r"results: (\S+)", out.out).group(1),
+                              "fstests.json").read_text())["meta"]["run_dir"],
+              "fstests.md").read_text()
+    assert "\n- cut %d s after the time limit, each left to run again: base boot 1: " \
+        "generic/002; series boot 1: generic/002\n" % fstests.CUT_GRACE in md
     pipeline["cut_at"] = None
     n = len(pipeline["boots"])
     assert run_main(*argv) == 0

@@ -248,9 +248,9 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
 # cut a test overrunning the time limit was 73366b0d6a34cbcc, the one
 # every boot recorded until then names.
 FSTESTS = {(("generic/001", "generic/002"), 1200, None):
-           "e2d6c482843bfd9ce1e828a8b287cde0fed83271fb973fd3323e4b4c921dd411",
-           (("TESTS",), 1, None): "fa61937d42837a9bc0fa3d92b0e810939c45dc5d1d1a93b42b412f563fd0ae05",
-           (("x",), 5, 1024): "43f15c0a14d0c08a092da033ff2adda07e2034df760a388facc26c49a63516d1"}
+           "29081a403064c89e1fcc06016d3cc369ef4ba0116de9cd7f21c32d600960f0e0",
+           (("TESTS",), 1, None): "1e26721949dcb894ff0faea9cdda9c0e842d4679e4d918151447b5d7929a16d1",
+           (("x",), 5, 1024): "056ddc9af3caa50fc81d4d771c009876857ad309618f5233c683a5d461176e21"}
 
 
 def test_fstests_renders_the_script_it_ran_before():
@@ -259,5 +259,5 @@ def test_fstests_renders_the_script_it_ran_before():
                                        fstests.make_profile(k[2]) if k[2] else None))
            for k in FSTESTS}
     assert got == FSTESTS
-    assert fstests.harness_key() == "fa61937d42837a9b"
+    assert fstests.harness_key() == "1e26721949dcb894"
     assert "harness" not in fsrecord.IDENTITY

@@ -11,17 +11,28 @@ echo "FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/nul
 ./check -R xunit $(cat /results/fork-tests) &
 pid=$!
 # at the time limit check stops after its running test; a test still
-# running @GRACE@ s later is cut: its process tree is killed, check writes
-# its report and the disks are unmounted (the host leaves the test to run
-# again), rather than the host's timeout killing a guest with them mounted
-tree() { local c; for c in $(pgrep -P "$1"); do echo "$c"; tree "$c"; done; }
+# running @GRACE@ s later is cut: its process tree is stopped and killed
+# (not check, which then writes its report), so the disks are unmounted
+# and the host leaves the test to run again, rather than the host's
+# timeout killing a guest with them mounted.  A test that survives the
+# kill (a task blocked in the kernel) is said to be so, with the blocked
+# tasks' stacks: the host records it as a hang.
+tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
 ( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid
   sleep @GRACE@; kill -0 $pid 2>/dev/null || exit 0
+  tests=$(pgrep -P $pid)
   echo FSTESTS-CUT
   for i in 1 2 3; do
-	p=$(tree $pid); [ -n "$p" ] || break
-	kill -STOP $p 2>/dev/null; kill -KILL $p 2>/dev/null; sleep 1
-  done ) &
+	p=""
+	for t in $tests; do
+		case $(ps -o stat= -p $t 2>/dev/null) in Z*|"") continue;; esac
+		kill -STOP $t && p="$p $t $(tree $t)"
+	done
+	[ -n "$p" ] || exit 0
+	kill -KILL $p 2>/dev/null; sleep 1
+  done
+  echo FSTESTS-CUT-FAILED
+  echo w > /proc/sysrq-trigger ) &
 watch=$!
 wait $pid
 rc=$?

@@ -567,7 +567,8 @@ def d_fstests_summary(root, ctx, ver, name):
     sides = fstests_sides(rel, head)
     facts = {}
     for l in head:
-        m = re.match(r"^- (selection|mkfs|e2fsck -fn after each boot|reproduce): (.*)$", l)
+        m = re.match(r"^- (selection|mkfs|e2fsck -fn after each boot|kernel reports in the "
+                     r"consoles|reproduce): (.*)$", l)
         if m:
             facts[m.group(1)] = m.group(2)
     totals = {}
@@ -577,8 +578,15 @@ def d_fstests_summary(root, ctx, ver, name):
             totals[cells[1]] = cells[2:6]
     if set(totals) != {"base", "series"}:
         raise ForkError("%s: no totals table of base and series: restore it from git" % rel)
+    verdicts = {}
+    for _, c in rows:
+        v = c[6].strip("*")
+        verdicts[v] = verdicts.get(v, 0) + 1
     new = [c[1] for _, c in rows if "new failure" in c[6]]
-    pending = sum(1 for _, c in rows if c[6] == "pending")
+    # a failure on the kernel that has run the test, the other yet to
+    failed_pending = ["%s (%s)" % (c[1], "base" if c[2] == "fail" else "series")
+                      for _, c in rows if c[6] == "pending" and "fail" in c[2:4]]
+    pending = verdicts.get("pending", 0)
     out = ["fstests %s, %s against %s (%s):" % (
         facts.get("selection", "(selection not named)"), sides["base"][0], sides["series"][0],
         sides["series"][1])]
@@ -587,12 +595,18 @@ def d_fstests_summary(root, ctx, ver, name):
     for side in ("base", "series"):
         p, f, n, t = totals[side]
         out.append("- %s: %s pass, %s fail, %s not run (%s of tests)" % (side, p, f, n, t))
+    out.append("- verdicts: %s" % ", ".join("%d %s" % (n, v) for v, n in sorted(
+        verdicts.items(), key=lambda vn: (-vn[1], vn[0]))))
     out.append("- new failures on the series: %s" % (", ".join(new) if new else "none"))
     if pending:
         out.append("- %d of %d tests have yet to run on one kernel or both: the run is not "
                    "finished" % (pending, len(rows)))
-    if "e2fsck -fn after each boot" in facts:
-        out.append("- e2fsck -fn after each boot: %s" % facts["e2fsck -fn after each boot"])
+    if failed_pending:
+        out.append("- failed on the kernel that ran them, yet to run on the other: %s"
+                   % ", ".join(failed_pending))
+    for key in ("e2fsck -fn after each boot", "kernel reports in the consoles"):
+        if key in facts:
+            out.append("- %s: %s" % (key, facts[key]))
     if "reproduce" in facts:
         out.append("- reproduce: %s" % facts["reproduce"])
     return out

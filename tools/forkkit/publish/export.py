@@ -788,6 +788,12 @@ def fill_cover(path, subject, body):
                         "git config" % path)
     text = text.replace("*** SUBJECT HERE ***", encode_subject(subject), 1)
     text = text.replace("*** BLURB HERE ***", body.rstrip("\n"), 1)
+    write_mail(path, text)
+
+
+def write_mail(path, text):
+    """The mail `text` to `path`, saying it is UTF-8 where it is not ASCII
+    and its header does not say what it is."""
     head, sep, rest = text.partition("\n\n")
     if not text.isascii() and not re.search(r"^Content-Type:", head, re.M | re.I):
         head += ("\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
@@ -805,22 +811,45 @@ def header(path, name):
 
 # -- producing and verifying the mails --------------------------------------------
 
-def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH"):
-    cmd = ["git"] + FP_CONFIG + [
-        "format-patch", "--cover-letter", "--cover-from-description=default", "--numbered",
-        "--subject-prefix=%s" % prefix, "--thread=shallow", "--no-base", "--signoff",
-        "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
+def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH", cover=True):
+    """git format-patch of base..head into outdir: (the cover letter, [the
+    patches]).  Without `cover` (a one-patch series, as b4 sends one) no
+    cover letter and no numbering: (None, [the patch])."""
+    cmd = ["git"] + FP_CONFIG + ["format-patch"]
+    cmd += ["--cover-letter", "--cover-from-description=default", "--numbered"] if cover \
+        else ["--no-cover-letter", "--no-numbered"]
+    cmd += ["--subject-prefix=%s" % prefix, "--thread=shallow", "--no-base", "--signoff",
+            "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
     if n > 1:
         cmd.append("--reroll-count=%d" % n)
     cmd += ["--to=%s" % a for a in to] + ["--cc=%s" % a for a in cc]
     cmd.append("%s..%s" % (base, head))
     run(cmd, cwd=ktree())
     names = sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
-    cover = [f for f in names if re.match(r"^(v\d+-)?0000-cover-letter\.patch$", f)]
-    if len(cover) != 1:
+    letters = [f for f in names if re.match(r"^(v\d+-)?0000-cover-letter\.patch$", f)]
+    if not cover:
+        if letters or len(names) != 1:
+            raise ForkError("git format-patch wrote %d mails into %s, not the one patch "
+                            "alone: check your format.* git config" % (len(names), outdir))
+        return None, [os.path.join(outdir, names[0])]
+    if len(letters) != 1:
         raise ForkError("git format-patch wrote no cover letter into %s" % outdir)
-    return (os.path.join(outdir, cover[0]),
-            [os.path.join(outdir, f) for f in names if f != cover[0]])
+    return (os.path.join(outdir, letters[0]),
+            [os.path.join(outdir, f) for f in names if f != letters[0]])
+
+
+def mix_in_letter(path, body):
+    """A one-patch series' letter below its patch's `---`, before the
+    diffstat, as b4 sends one (its mixin_cover): git am drops what is
+    there, a reader sees it."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    i = text.find("\n---\n")
+    if i < 0:
+        raise ForkError("%s has no `---` line after its log: cannot put the letter below it"
+                        % path)
+    i += len("\n---\n")
+    write_mail(path, text[:i] + body.strip("\n") + "\n\n" + text[i:])
 
 
 def recipients(bt, patches, extra_to, extra_cc):

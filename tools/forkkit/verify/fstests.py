@@ -188,7 +188,8 @@ def guest_script(tests, limit_s, profile=None):
     current test: it writes its report and stops.  A test still running
     CUT_GRACE s later is cut (FSTESTS-CUT: its processes killed, so check
     ends and the guest unmounts its disks); boot_records() leaves it to run
-    again.
+    again, or records a failure if the kill did not end it
+    (FSTESTS-CUT-FAILED, or a guest that never ended).
 
     In the chroot (fstests-run.sh): DM_DISABLE_UDEV, as there is no udev in
     the guest and without it libdevmapper leaves the /dev/mapper/<name>
@@ -338,12 +339,15 @@ def console_tests(text):
 
 def cut_test(console):
     """The test the guest cut at the time limit (FSTESTS-CUT): the last one
-    the console shows started before the mark; None if none was cut."""
-    i = console.find("\nFSTESTS-CUT")
+    the console shows started before the mark, if check had not printed
+    its result; None if none was cut."""
+    i = console.find("FSTESTS-CUT")
     if i < 0:
         return None
     started = console_tests(console[:i])
-    return started[-1][0] if started else None
+    if not started or started[-1][1] in STATUSES:
+        return None
+    return started[-1][0]
 
 
 def boot_records(tests, xunit, console, timed_out):
@@ -360,7 +364,14 @@ def boot_records(tests, xunit, console, timed_out):
     started = [t for t, _ in console_tests(console)]
     limit = "FSTESTS-TIME-LIMIT" in console
     ended = "FSTESTS-END" in console
-    records.pop(cut_test(console), None)
+    cut = cut_test(console)
+    records.pop(cut, None)
+    if cut and ("FSTESTS-CUT-FAILED" in console or not ended):
+        # the kill did not end it: a task blocked in the kernel, a hang
+        records[cut] = {"status": "fail", "seconds": 0,
+                        "message": "still running %d s after the time limit and not ended "
+                                   "by SIGKILL (a hang: blocked tasks in the console)"
+                                   % CUT_GRACE}
     if started and not ended and started[-1] not in records and not limit:
         last = started[-1]
         records[last] = {"status": "fail", "seconds": 0,
@@ -620,6 +631,9 @@ def markdown(meta, rows, excluded):
             "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a")]
     if meta.get("profile"):
         out.insert(len(out) - 1, "- mkfs: %s" % mkfs_line(meta["profile"]))
+    if meta.get("cuts"):
+        out.append("- cut %d s after the time limit, each left to run again: %s"
+                   % (CUT_GRACE, "; ".join(meta["cuts"])))
     if "reports_summary" in meta:
         out.append("- kernel reports in the consoles: %s" % meta["reports_summary"])
     if meta.get("runner") not in (None, "qemu"):
