@@ -361,6 +361,22 @@ def test_one_patch_goes_without_a_cover_letter(ek_one, send_email, tmp_path):
     assert "cover-message-id: %s" % h["message-id"] in info
 
 
+@pytest.mark.parametrize("line", ["From 2003 to today nothing changed", "diff --git a/x b/x",
+                                  "--- a/fs/ext2/super.c", "@@ -1,2 +1,2 @@"])
+def test_a_one_patch_letter_git_am_would_misread_is_refused(tmp_path, line):
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    mail = tmp_path / "0001-x.patch"
+    text = "Subject: [PATCH] x\n\nlog\n---\n f | 1 +\n\ndiff --git a/f b/f\n"
+    mail.write_text(text)
+    with pytest.raises(ForkError) as e:
+        cmd_export.mix_in_letter(str(mail), "Some words.\n%s\n" % line)
+    assert "\n" not in str(e.value) and "line 2 of the letter" in str(e.value)
+    assert mail.read_text() == text
+    cmd_export.mix_in_letter(str(mail), "Some words.\n  %s\n" % line)
+    assert mail.read_text() == text.replace("---\n", "---\nSome words.\n  %s\n\n" % line)
+
+
 def test_mails_work_with_git_am_send_email_and_b4(ek, send_email, tmp_path):
     """What the list sees: the mails git am onto the base and give the series'
     trees; git send-email accepts them and mails everyone; b4 reads the mbox."""

@@ -295,42 +295,62 @@ def test_boot_records_cut_test_runs_again():
     assert recs["generic/013"]["status"] == "fail"
     # the kill did not end the test (blocked in the kernel), or the guest
     # never ended: a hang, recorded as a failure
-    for hung in (console.replace("FSTESTS-CUT\n", "FSTESTS-CUT\nFSTESTS-CUT-FAILED\n"),
-                 console.replace("FSTESTS-END check-exit=1\n", "")):
+    for hung, says in ((console.replace("FSTESTS-CUT\n", "FSTESTS-CUT\nFSTESTS-CUT-FAILED\n"),
+                        "not ended by SIGKILL"),
+                       (console.replace("FSTESTS-END check-exit=1\n", ""),
+                        "then the guest hung (QEMU timeout)")):
         recs, _ = fstests.boot_records(tests, xunit, hung, timed_out=True)
         assert recs["generic/013"]["status"] == "fail"
-        assert "not ended by SIGKILL" in recs["generic/013"]["message"]
+        assert says in recs["generic/013"]["message"]
 
 
-def test_guest_watchdog_cuts_the_running_test(tmp_path):
-    """The watchdog of fstests-run.sh, run by bash on the host with the
-    limit and grace at 1 s: a fake check that, like check, handles SIGTERM
-    only after its running test, whose test never ends (a child and a
-    grandchild that sleep), and whose trap takes 3 s to write its report.
-    The watchdog says FSTESTS-CUT, kills the test's whole process tree and
-    leaves check to write its report; without the cut check would wait on,
-    and a kill of check's own children after the test would lose the
-    report."""
+def watchdog_driver(tmp_path, mark, shim=""):
+    """A bash script that runs the watchdog of fstests-run.sh (limit and
+    grace 1 s, 2 rounds of SIGKILL) around a fake check: like check, it
+    handles SIGTERM only after its running test, whose test never ends (a
+    child and a grandchild that sleep `mark`; the grandchild's pid in
+    tmp_path/worker), and whose trap takes 3 s to write its report.
+    `shim`: bash run first (e.g. a kill function)."""
     script = fstests.guest_script(["generic/001"], 1)
     run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
-    start = run_sh.index("# at the time limit")
-    end = run_sh.index("watch=$!")
-    watchdog = run_sh[start:end].replace("sleep %d;" % fstests.CUT_GRACE, "sleep 1;")
-    assert "sleep 1; kill -0 $pid" in watchdog
-    mark = "%d.%d" % (900000 + os.getpid() % 1000, os.getpid())  # this test's sleeps alone
+    part = run_sh[run_sh.index("# at the time limit"):run_sh.index('echo "FSTESTS-END')]
+    part = part.replace("sleep %d;" % fstests.CUT_GRACE, "sleep 1;")
+    part = part.replace("$(seq 60)", "$(seq 2)").replace("/tmp/fork-cut",
+                                                            str(tmp_path / "fork-cut"))
+    assert "sleep 1; kill -0 $pid" in part and "$(seq 2)" in part
+    part = part.replace("echo w > /proc/sysrq-trigger", "echo sysrq-w")
     fake = tmp_path / "check"
     fake.write_text("#!/bin/bash\n"
                     "trap 'sleep 3 || exit 9; echo report-written; exit 7' TERM\n"
                     # the running test, in the foreground: TERM waits for it
-                    "bash -c 'sleep %s & sleep %s; wait'\n"
-                    "echo test-ended\n" % (mark, mark))
+                    "bash -c 'sleep %s & echo $! > %s; sleep %s; wait'\n"
+                    "echo test-ended\n" % (mark, tmp_path / "worker", mark))
     fake.chmod(0o755)
     driver = tmp_path / "driver.sh"
-    driver.write_text("#!/bin/bash\n%s & pid=$!\n%swatch=$!\nwait $pid\nrc=$?\n"
-                      "kill $watch 2>/dev/null\necho rc=$rc\n" % (fake, watchdog))
+    driver.write_text("#!/bin/bash\n%s\n%s & pid=$!\n%s\necho rc=$rc\n"
+                      % (shim, fake, part))
+    return driver
+
+
+def run_driver(driver):
+    """The driver's exit and output; the output goes to a file, not a pipe
+    that a process the kill spared would hold open."""
+    out = driver.with_suffix(".out")
+    with open(out, "w") as fh:
+        rc = subprocess.run(["bash", str(driver)], stdout=fh, stderr=subprocess.STDOUT,
+                            timeout=60).returncode
+    return types.SimpleNamespace(returncode=rc, stdout=out.read_text())
+
+
+def test_guest_watchdog_cuts_the_running_test(tmp_path):
+    """The watchdog says FSTESTS-CUT, kills the test's whole process tree
+    and leaves check to write its report; without the cut check would wait
+    on, and a kill of check's own children after the test would lose the
+    report."""
+    mark = "%d.%d" % (900000 + os.getpid() % 1000, os.getpid())  # this test's sleeps alone
+    driver = watchdog_driver(tmp_path, mark)
     try:
-        proc = subprocess.run(["bash", str(driver)], capture_output=True, text=True,
-                              timeout=60)
+        proc = run_driver(driver)
         assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT" in proc.stdout, proc
         assert "FSTESTS-CUT-FAILED" not in proc.stdout, proc
         assert "report-written" in proc.stdout and "rc=7" in proc.stdout, proc
@@ -338,6 +358,25 @@ def test_guest_watchdog_cuts_the_running_test(tmp_path):
         left = subprocess.run(["pgrep", "-f", "sleep %s" % mark], capture_output=True,
                               text=True)
         assert left.stdout == "", left
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_says_when_a_worker_outlives_the_kill(tmp_path):
+    """A worker that SIGKILL does not end (as a task blocked in the kernel:
+    here a kill that spares it) while its parent, the test, dies and check
+    ends: the watchdog keeps after it under its new parent, and says
+    FSTESTS-CUT-FAILED with the blocked tasks before the guest goes on."""
+    mark = "%d.%d" % (800000 + os.getpid() % 1000, os.getpid())
+    shim = ('kill() { if [ "$1" = -KILL ]; then shift; local x; for x in "$@"; do '
+            '[ "$x" = "$(cat %s)" ] || builtin kill -KILL $x; done; return 0; fi; '
+            'builtin kill "$@"; }' % (tmp_path / "worker"))
+    driver = watchdog_driver(tmp_path, mark, shim)
+    try:
+        proc = run_driver(driver)
+        assert "FSTESTS-CUT\n" in proc.stdout, proc
+        assert "report-written" in proc.stdout, proc
+        assert proc.stdout.index("FSTESTS-CUT-FAILED\nsysrq-w") < proc.stdout.index("rc=7"), proc
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 

@@ -248,9 +248,9 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
 # cut a test overrunning the time limit was 73366b0d6a34cbcc, the one
 # every boot recorded until then names.
 FSTESTS = {(("generic/001", "generic/002"), 1200, None):
-           "29081a403064c89e1fcc06016d3cc369ef4ba0116de9cd7f21c32d600960f0e0",
-           (("TESTS",), 1, None): "1e26721949dcb894ff0faea9cdda9c0e842d4679e4d918151447b5d7929a16d1",
-           (("x",), 5, 1024): "056ddc9af3caa50fc81d4d771c009876857ad309618f5233c683a5d461176e21"}
+           "59be6004831017026159ccab3909a738a5225d932692f54d27ed95c1596af097",
+           (("TESTS",), 1, None): "f5ade8086d856153b8c4779ed00aef489e6a7640f9d05375d2d5e115213e22a3",
+           (("x",), 5, 1024): "27d5b48007be08dcfa8ae95fbae06814e61803831ebaf662ac465d47d767710f"}
 
 
 def test_fstests_renders_the_script_it_ran_before():
@@ -259,5 +259,5 @@ def test_fstests_renders_the_script_it_ran_before():
                                        fstests.make_profile(k[2]) if k[2] else None))
            for k in FSTESTS}
     assert got == FSTESTS
-    assert fstests.harness_key() == "1e26721949dcb894"
+    assert fstests.harness_key() == "f5ade8086d856153"
     assert "harness" not in fsrecord.IDENTITY

@@ -14,21 +14,24 @@ pid=$!
 # running @GRACE@ s later is cut: its process tree is stopped and killed
 # (not check, which then writes its report), so the disks are unmounted
 # and the host leaves the test to run again, rather than the host's
-# timeout killing a guest with them mounted.  A test that survives the
-# kill (a task blocked in the kernel) is said to be so, with the blocked
-# tasks' stacks: the host records it as a hang.
+# timeout killing a guest with them mounted.  A test that a minute of
+# SIGKILL does not end (a task blocked in the kernel) is said to be so,
+# with the blocked tasks' stacks: the host records it as a hang.
 tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
+live() { case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 1;; esac; }
 ( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid
   sleep @GRACE@; kill -0 $pid 2>/dev/null || exit 0
-  tests=$(pgrep -P $pid)
+  : > /tmp/fork-cut
   echo FSTESTS-CUT
-  for i in 1 2 3; do
+  # every process of the test as first listed, and those they fork after:
+  # a worker blocked in the kernel outlives its killed parent, under init
+  all=""
+  for t in $(pgrep -P $pid); do kill -STOP $t && all="$all $t $(tree $t)"; done
+  for i in $(seq 60); do
 	p=""
-	for t in $tests; do
-		case $(ps -o stat= -p $t 2>/dev/null) in Z*|"") continue;; esac
-		kill -STOP $t && p="$p $t $(tree $t)"
-	done
+	for t in $all; do live $t && p="$p $t $(tree $t)"; done
 	[ -n "$p" ] || exit 0
+	all="$all $p"
 	kill -KILL $p 2>/dev/null; sleep 1
   done
   echo FSTESTS-CUT-FAILED
@@ -36,7 +39,8 @@ tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree
 watch=$!
 wait $pid
 rc=$?
-kill $watch 2>/dev/null
+# a cut goes on until the test's last process has ended (or is said not to)
+if [ -e /tmp/fork-cut ]; then wait $watch; else kill $watch 2>/dev/null; fi
 echo "FSTESTS-END check-exit=$rc"
 sync
 exit 0

@@ -838,6 +838,11 @@ def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH", cover=Tr
             [os.path.join(outdir, f) for f in names if f != letters[0]])
 
 
+# lines that git am (mailsplit, then git apply) reads as a new mail or as
+# a patch when they stand below a patch's `---`
+LETTER_BREAKS_RE = re.compile(r"^(From |diff --git |Index: |--- |\+\+\+ |@@ -\d)")
+
+
 def mix_in_letter(path, body):
     """A one-patch series' letter below its patch's `---`, before the
     diffstat, as b4 sends one (its mixin_cover): git am drops what is
@@ -849,6 +854,11 @@ def mix_in_letter(path, body):
         raise ForkError("%s has no `---` line after its log: cannot put the letter below it"
                         % path)
     i += len("\n---\n")
+    for n, line in enumerate(body.splitlines(), 1):
+        if LETTER_BREAKS_RE.match(line):
+            raise ForkError("line %d of the letter, %r, would be read by git am as a mail or "
+                            "a patch below the one patch's `---`: reword or indent it in the "
+                            "template or the changelog" % (n, line[:60]))
     write_mail(path, text[:i] + body.strip("\n") + "\n\n" + text[i:])
 
 

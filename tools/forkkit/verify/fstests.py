@@ -367,11 +367,13 @@ def boot_records(tests, xunit, console, timed_out):
     cut = cut_test(console)
     records.pop(cut, None)
     if cut and ("FSTESTS-CUT-FAILED" in console or not ended):
-        # the kill did not end it: a task blocked in the kernel, a hang
-        records[cut] = {"status": "fail", "seconds": 0,
-                        "message": "still running %d s after the time limit and not ended "
-                                   "by SIGKILL (a hang: blocked tasks in the console)"
-                                   % CUT_GRACE}
+        # the kill did not end it (a task blocked in the kernel: a hang), or
+        # the guest did not end after it
+        records[cut] = {"status": "fail", "seconds": 0, "message": (
+            "still running %d s after the time limit and not ended by SIGKILL (a hang: "
+            "blocked tasks in the console)" % CUT_GRACE if "FSTESTS-CUT-FAILED" in console
+            else "cut %d s after the time limit, then the guest %s" % (
+                CUT_GRACE, "hung (QEMU timeout)" if timed_out else "died"))}
     if started and not ended and started[-1] not in records and not limit:
         last = started[-1]
         records[last] = {"status": "fail", "seconds": 0,
