@@ -304,31 +304,44 @@ def test_boot_records_cut_test_runs_again():
         assert says in recs["generic/013"]["message"]
 
 
-def watchdog_driver(tmp_path, mark, shim=""):
-    """A bash script that runs the watchdog of fstests-run.sh (limit and
-    grace 1 s, 2 rounds of SIGKILL) around a fake check: like check, it
-    handles SIGTERM only after its running test, whose test never ends (a
-    child and a grandchild that sleep `mark`; the grandchild's pid in
-    tmp_path/worker), and whose trap takes 3 s to write its report.
-    `shim`: bash run first (e.g. a kill function)."""
+def watchdog_driver(tmp_path, mark, tests, grace=1, shim=""):
+    """A bash script that runs the watchdog of fstests-run.sh (limit 1 s,
+    grace `grace` s, 2 rounds of SIGKILL) around a fake check of `tests`:
+    like check, it logs "run fstests T at" to the kernel log (dmesg reads
+    tmp_path/kmsg here) and runs each test in the foreground as
+    `./tests/T`, so that SIGTERM waits for it, then says "T ok"; its trap
+    takes 3 s to write its report.  generic/001 ends after 3 s;
+    generic/002 never ends (a child and a grandchild that sleep `mark`; the
+    grandchild's pid in tmp_path/worker).  `shim`: bash run first."""
     script = fstests.guest_script(["generic/001"], 1)
     run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
-    part = run_sh[run_sh.index("# at the time limit"):run_sh.index('echo "FSTESTS-END')]
-    part = part.replace("sleep %d;" % fstests.CUT_GRACE, "sleep 1;")
+    part = run_sh[run_sh.index("# At the time limit"):run_sh.index('echo "FSTESTS-END')]
+    part = part.replace("-lt %d ]" % fstests.CUT_GRACE, "-lt %d ]" % grace)
     part = part.replace("$(seq 60)", "$(seq 2)").replace("/tmp/fork-cut",
                                                             str(tmp_path / "fork-cut"))
-    assert "sleep 1; kill -0 $pid" in part and "$(seq 2)" in part
+    assert "-lt %d ]" % grace in part and "$(seq 2)" in part
     part = part.replace("echo w > /proc/sysrq-trigger", "echo sysrq-w")
+    (tmp_path / "tests" / "generic").mkdir(parents=True)
+    for name, body in (("001", "sleep 3\n"),
+                       ("002", "sleep %s & echo $! > %s; sleep %s; wait\n"
+                        % (mark, tmp_path / "worker", mark))):
+        t = tmp_path / "tests" / "generic" / name
+        t.write_text("#!/bin/bash\n" + body)
+        t.chmod(0o755)
     fake = tmp_path / "check"
     fake.write_text("#!/bin/bash\n"
                     "trap 'sleep 3 || exit 9; echo report-written; exit 7' TERM\n"
-                    # the running test, in the foreground: TERM waits for it
-                    "bash -c 'sleep %s & echo $! > %s; sleep %s; wait'\n"
-                    "echo test-ended\n" % (mark, tmp_path / "worker", mark))
+                    "cd %s\n"
+                    "for t in \"$@\"; do\n"
+                    "\techo \"run fstests $t at now\" >> kmsg\n"
+                    "\t./tests/$t\n"
+                    "\techo \"$t ok\"\n"
+                    "done\n" % tmp_path)
     fake.chmod(0o755)
+    (tmp_path / "kmsg").write_text("")
     driver = tmp_path / "driver.sh"
-    driver.write_text("#!/bin/bash\n%s\n%s & pid=$!\n%s\necho rc=$rc\n"
-                      % (shim, fake, part))
+    driver.write_text("#!/bin/bash\ndmesg() { cat %s; }\n%s\n%s %s & pid=$!\n%s\n"
+                      "echo rc=$rc\n" % (tmp_path / "kmsg", shim, fake, " ".join(tests), part))
     return driver
 
 
@@ -342,22 +355,40 @@ def run_driver(driver):
     return types.SimpleNamespace(returncode=rc, stdout=out.read_text())
 
 
-def test_guest_watchdog_cuts_the_running_test(tmp_path):
-    """The watchdog says FSTESTS-CUT, kills the test's whole process tree
-    and leaves check to write its report; without the cut check would wait
-    on, and a kill of check's own children after the test would lose the
-    report."""
+def sleeps_left(mark):
+    left = subprocess.run(["pgrep", "-f", "sleep %s" % mark], capture_output=True, text=True)
+    return left.stdout
+
+
+def test_guest_watchdog_cuts_a_test_still_running_after_the_grace(tmp_path):
+    """generic/002 runs past the limit and the grace: the watchdog says
+    FSTESTS-CUT, kills its whole process tree and leaves check to write its
+    report; without the cut check would wait on, and a kill of check's own
+    children would lose the report."""
     mark = "%d.%d" % (900000 + os.getpid() % 1000, os.getpid())  # this test's sleeps alone
-    driver = watchdog_driver(tmp_path, mark)
     try:
-        proc = run_driver(driver)
-        assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT" in proc.stdout, proc
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/002", "generic/001"]))
+        assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT\n" in proc.stdout, proc
         assert "FSTESTS-CUT-FAILED" not in proc.stdout, proc
         assert "report-written" in proc.stdout and "rc=7" in proc.stdout, proc
-        # nothing of the test is left running
-        left = subprocess.run(["pgrep", "-f", "sleep %s" % mark], capture_output=True,
-                              text=True)
-        assert left.stdout == "", left
+        assert "generic/001" not in proc.stdout
+        assert sleeps_left(mark) == ""         # nothing of the test is left running
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_lets_the_running_test_finish_and_cuts_the_next(tmp_path):
+    """The limit falls in generic/001, which ends within the grace: its
+    result stands ("generic/001 ok" before the cut), check is stopped as
+    generic/002 starts, and generic/002 is cut at once, not waited for."""
+    mark = "%d.%d" % (700000 + os.getpid() % 1000, os.getpid())
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/001", "generic/002"],
+                                          grace=20))
+        out = proc.stdout
+        assert out.index("FSTESTS-TIME-LIMIT") < out.index("generic/001 ok") < \
+            out.index("FSTESTS-CUT\n") < out.index("report-written"), proc
+        assert "rc=7" in out and sleeps_left(mark) == ""
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 
@@ -371,9 +402,8 @@ def test_guest_watchdog_says_when_a_worker_outlives_the_kill(tmp_path):
     shim = ('kill() { if [ "$1" = -KILL ]; then shift; local x; for x in "$@"; do '
             '[ "$x" = "$(cat %s)" ] || builtin kill -KILL $x; done; return 0; fi; '
             'builtin kill "$@"; }' % (tmp_path / "worker"))
-    driver = watchdog_driver(tmp_path, mark, shim)
     try:
-        proc = run_driver(driver)
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/002"], shim=shim))
         assert "FSTESTS-CUT\n" in proc.stdout, proc
         assert "report-written" in proc.stdout, proc
         assert proc.stdout.index("FSTESTS-CUT-FAILED\nsysrq-w") < proc.stdout.index("rc=7"), proc
@@ -860,8 +890,7 @@ def test_pipeline_cut_test_is_pending_then_runs_again(pipeline, capsys, tmp_path
     assert rc == 3, out
     assert re.search(r"generic/002\s+-\s+-.*pending", out.out), out.out
     assert "new failure" not in out.out
-    assert "generic/002 was still running %ds after the time limit: cut" % fstests.CUT_GRACE \
-        in out.err
+    assert "generic/002 was cut at the time limit: left to run again" in out.err
     # the host's timeout leaves the guest the grace and its own margin
     assert len(pipeline["timeouts"]) == 2
     assert all(t == limit + fstests.CUT_GRACE + cmd_fstests.BOOT_MARGIN
@@ -872,8 +901,8 @@ def test_pipeline_cut_test_is_pending_then_runs_again(pipeline, capsys, tmp_path
     md = Path(json.loads(Path(re.search(r"results: (\S+)", out.out).group(1),
                               "fstests.json").read_text())["meta"]["run_dir"],
               "fstests.md").read_text()
-    assert "\n- cut %d s after the time limit, each left to run again: base boot 1: " \
-        "generic/002; series boot 1: generic/002\n" % fstests.CUT_GRACE in md
+    assert "\n- cut at the time limit, each left to run again: base boot 1: " \
+        "generic/002; series boot 1: generic/002\n" in md
     pipeline["cut_at"] = None
     n = len(pipeline["boots"])
     assert run_main(*argv) == 0

@@ -248,9 +248,9 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
 # cut a test overrunning the time limit was 73366b0d6a34cbcc, the one
 # every boot recorded until then names.
 FSTESTS = {(("generic/001", "generic/002"), 1200, None):
-           "59be6004831017026159ccab3909a738a5225d932692f54d27ed95c1596af097",
-           (("TESTS",), 1, None): "f5ade8086d856153b8c4779ed00aef489e6a7640f9d05375d2d5e115213e22a3",
-           (("x",), 5, 1024): "27d5b48007be08dcfa8ae95fbae06814e61803831ebaf662ac465d47d767710f"}
+           "e47dc557da091ecf12f3fa103338931eabea966645d1b438a8f7150ba0cfecce",
+           (("TESTS",), 1, None): "2ea1bc2def2fdc324b439f176639680e6a5cab7621536f93fd0843bc79d098c8",
+           (("x",), 5, 1024): "7700840da78c13219ff788dc43bc6723d2d6d9e3d4a94b2ed3093480d831d7cc"}
 
 
 def test_fstests_renders_the_script_it_ran_before():
@@ -259,5 +259,5 @@ def test_fstests_renders_the_script_it_ran_before():
                                        fstests.make_profile(k[2]) if k[2] else None))
            for k in FSTESTS}
     assert got == FSTESTS
-    assert fstests.harness_key() == "f5ade8086d856153"
+    assert fstests.harness_key() == "2ea1bc2def2fdc32"
     assert "harness" not in fsrecord.IDENTITY

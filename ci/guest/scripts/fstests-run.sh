@@ -10,23 +10,34 @@ mkdir -p /mnt/test /mnt/scratch /results/@RESULT_DIR@
 echo "FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)"
 ./check -R xunit $(cat /results/fork-tests) &
 pid=$!
-# at the time limit check stops after its running test; a test still
-# running @GRACE@ s later is cut: its process tree is stopped and killed
-# (not check, which then writes its report), so the disks are unmounted
-# and the host leaves the test to run again, rather than the host's
-# timeout killing a guest with them mounted.  A test that a minute of
-# SIGKILL does not end (a task blocked in the kernel) is said to be so,
-# with the blocked tasks' stacks: the host records it as a hang.
+# At the time limit the test running then may finish within @GRACE@ s and
+# keep its result: check is sent SIGTERM as the next test starts (bash
+# runs check's trap, which writes its report, once the command it waits on
+# has ended).  The test check then waits on -- the next one, or one still
+# running @GRACE@ s after the limit -- is cut: its processes are stopped and
+# killed (not check's own), so the disks are unmounted and the host leaves
+# the test to run again, rather than the host's timeout killing a guest
+# with them mounted.  A test that a minute of SIGKILL does not end (a task
+# blocked in the kernel) is said to be so, with the blocked tasks' stacks:
+# the host records it as a hang.
+last() { dmesg | sed -n 's/.*run fstests \([^ ]*\) at .*/\1/p' | tail -n 1; }
 tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
 live() { case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 1;; esac; }
-( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid
-  sleep @GRACE@; kill -0 $pid 2>/dev/null || exit 0
+( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; at=$(last); t=0
+  while kill -0 $pid 2>/dev/null && [ "$(last)" = "$at" ] && [ $t -lt @GRACE@ ]; do
+	sleep 1; t=$((t + 1))
+  done
+  kill -TERM $pid 2>/dev/null || exit 0
+  sleep 1
+  run=$(last)
+  roots=$(pgrep -P $pid -f "tests/$run\$")
+  [ -n "$roots" ] || exit 0
   : > /tmp/fork-cut
   echo FSTESTS-CUT
   # every process of the test as first listed, and those they fork after:
   # a worker blocked in the kernel outlives its killed parent, under init
   all=""
-  for t in $(pgrep -P $pid); do kill -STOP $t && all="$all $t $(tree $t)"; done
+  for t in $roots; do kill -STOP $t && all="$all $t $(tree $t)"; done
   for i in $(seq 60); do
 	p=""
 	for t in $all; do live $t && p="$p $t $(tree $t)"; done

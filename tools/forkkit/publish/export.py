@@ -840,7 +840,7 @@ def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH", cover=Tr
 
 # lines that git am (mailsplit, then git apply) reads as a new mail or as
 # a patch when they stand below a patch's `---`
-LETTER_BREAKS_RE = re.compile(r"^(From |diff --git |Index: |--- |\+\+\+ |@@ -\d)")
+LETTER_BREAKS_RE = re.compile(r"^(From |diff --git |Index: |-{3} |\+{3} |@@ -\d)")
 
 
 def mix_in_letter(path, body):

@@ -185,11 +185,14 @@ def guest_script(tests, limit_s, profile=None):
     root and results disks, write local.config and the test list, chroot
     and run fstests-run.sh, which runs ./check -R xunit; a watchdog sends
     check SIGTERM after limit_s, which check (bash) handles after the
-    current test: it writes its report and stops.  A test still running
-    CUT_GRACE s later is cut (FSTESTS-CUT: its processes killed, so check
-    ends and the guest unmounts its disks); boot_records() leaves it to run
-    again, or records a failure if the kill did not end it
-    (FSTESTS-CUT-FAILED, or a guest that never ended).
+    current test: it writes its report and stops.  The watchdog lets the
+    test running at the limit finish (within CUT_GRACE s), so that its
+    result stands, and sends SIGTERM as the next one starts; the test check
+    then waits on (that next one, or one still running after CUT_GRACE s)
+    is cut (FSTESTS-CUT: its processes killed, so check ends and the guest
+    unmounts its disks); boot_records() leaves it to run again, or records
+    a failure if the kill did not end it (FSTESTS-CUT-FAILED, or a guest
+    that never ended).
 
     In the chroot (fstests-run.sh): DM_DISABLE_UDEV, as there is no udev in
     the guest and without it libdevmapper leaves the /dev/mapper/<name>
@@ -634,8 +637,8 @@ def markdown(meta, rows, excluded):
     if meta.get("profile"):
         out.insert(len(out) - 1, "- mkfs: %s" % mkfs_line(meta["profile"]))
     if meta.get("cuts"):
-        out.append("- cut %d s after the time limit, each left to run again: %s"
-                   % (CUT_GRACE, "; ".join(meta["cuts"])))
+        out.append("- cut at the time limit, each left to run again: %s"
+                   % "; ".join(meta["cuts"]))
     if "reports_summary" in meta:
         out.append("- kernel reports in the consoles: %s" % meta["reports_summary"])
     if meta.get("runner") not in (None, "qemu"):

@@ -670,10 +670,9 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
                                                   bool(res.error and "timed out" in res.error))
         cut = fstests.cut_test(console)
         if cut:
-            prog.say("%s boot %d: %s was still running %ds after the time limit: cut, %s"
-                     % (side, n, cut, fstests.CUT_GRACE,
-                        "left to run again" if cut not in records else
-                        "but the kill did not end it: recorded as a hang"))
+            prog.say("%s boot %d: %s was cut at the time limit: %s"
+                     % (side, n, cut, "left to run again" if cut not in records else
+                        "the kill did not end it, recorded as a hang"))
             if cut in records:      # a failure of its own, no test left to run
                 cut = None
     finally:
