@@ -304,23 +304,24 @@ def test_boot_records_cut_test_runs_again():
         assert says in recs["generic/013"]["message"]
 
 
-def watchdog_driver(tmp_path, mark, tests, grace=1, shim=""):
+def watchdog_driver(tmp_path, mark, tests, grace=1, shim="", post=":"):
     """A bash script that runs the watchdog of fstests-run.sh (limit 1 s,
-    grace `grace` s, 2 rounds of SIGKILL) around a fake check of `tests`:
-    like check, it logs "run fstests T at" to the kernel log (dmesg reads
-    tmp_path/kmsg here) and runs each test in the foreground as
-    `./tests/T`, so that SIGTERM waits for it, then says "T ok"; its trap
-    takes 3 s to write its report.  generic/001 ends after 3 s;
-    generic/002 never ends (a child and a grandchild that sleep `mark`; the
-    grandchild's pid in tmp_path/worker).  `shim`: bash run first."""
+    grace `grace` s, 3 s for check to end after SIGTERM, 2 rounds of
+    SIGKILL) around a fake check of `tests`: like check, it runs each test
+    in the foreground as `bash -c "...; exec ./tests/T"`, so that SIGTERM
+    waits for it, then runs `post` (its checks after a test) and says "T
+    ok"; its trap takes 3 s to write its report.  generic/001 ends after
+    3 s; generic/002 never ends (a child and a grandchild that sleep `mark`;
+    the grandchild's pid in tmp_path/worker).  `shim`: bash run first."""
     script = fstests.guest_script(["generic/001"], 1)
     run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
     part = run_sh[run_sh.index("# At the time limit"):run_sh.index('echo "FSTESTS-END')]
-    part = part.replace("-lt %d ]" % fstests.CUT_GRACE, "-lt %d ]" % grace)
-    part = part.replace("$(seq 60)", "$(seq 2)").replace("/tmp/fork-cut",
-                                                            str(tmp_path / "fork-cut"))
-    assert "-lt %d ]" % grace in part and "$(seq 2)" in part
-    part = part.replace("echo w > /proc/sysrq-trigger", "echo sysrq-w")
+    for old, new in (("$((SECONDS + %d))" % fstests.CUT_GRACE, "$((SECONDS + %d))" % grace),
+                     ("$((SECONDS + 60))", "$((SECONDS + 3))"), ("$(seq 60)", "$(seq 2)"),
+                     ("/tmp/fork-cut", str(tmp_path / "fork-cut")),
+                     ("echo w > /proc/sysrq-trigger", "echo sysrq-w")):
+        assert old in part, old
+        part = part.replace(old, new)
     (tmp_path / "tests" / "generic").mkdir(parents=True)
     for name, body in (("001", "sleep 3\n"),
                        ("002", "sleep %s & echo $! > %s; sleep %s; wait\n"
@@ -333,15 +334,14 @@ def watchdog_driver(tmp_path, mark, tests, grace=1, shim=""):
                     "trap 'sleep 3 || exit 9; echo report-written; exit 7' TERM\n"
                     "cd %s\n"
                     "for t in \"$@\"; do\n"
-                    "\techo \"run fstests $t at now\" >> kmsg\n"
-                    "\t./tests/$t\n"
+                    "\tbash -c \"true; exec ./tests/$t\"\n"
+                    "\t%s\n"
                     "\techo \"$t ok\"\n"
-                    "done\n" % tmp_path)
+                    "done\n" % (tmp_path, post))
     fake.chmod(0o755)
-    (tmp_path / "kmsg").write_text("")
     driver = tmp_path / "driver.sh"
-    driver.write_text("#!/bin/bash\ndmesg() { cat %s; }\n%s\n%s %s & pid=$!\n%s\n"
-                      "echo rc=$rc\n" % (tmp_path / "kmsg", shim, fake, " ".join(tests), part))
+    driver.write_text("#!/bin/bash\n%s\n%s %s & pid=$!\n%s\necho rc=$rc\n"
+                      % (shim, fake, " ".join(tests), part))
     return driver
 
 
@@ -389,6 +389,23 @@ def test_guest_watchdog_lets_the_running_test_finish_and_cuts_the_next(tmp_path)
         assert out.index("FSTESTS-TIME-LIMIT") < out.index("generic/001 ok") < \
             out.index("FSTESTS-CUT\n") < out.index("report-written"), proc
         assert "rc=7" in out and sleeps_left(mark) == ""
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_cuts_what_check_waits_on_after_a_test(tmp_path):
+    """generic/001 ends, then check's own check after it never does (a
+    stuck fsck, here a sleep): no test runs when the grace ends, and check
+    does not end on SIGTERM; after its time the watchdog cuts what check
+    waits on, and check writes its report."""
+    mark = "%d.%d" % (600000 + os.getpid() % 1000, os.getpid())
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/001", "generic/002"],
+                                          grace=5, post="sleep %s" % mark))
+        out = proc.stdout
+        assert out.index("FSTESTS-TIME-LIMIT") < out.index("FSTESTS-CUT\n") < \
+            out.index("report-written"), proc
+        assert "generic/001 ok" not in out and "rc=7" in out and sleeps_left(mark) == ""
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 

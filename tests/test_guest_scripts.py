@@ -248,9 +248,9 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
 # cut a test overrunning the time limit was 73366b0d6a34cbcc, the one
 # every boot recorded until then names.
 FSTESTS = {(("generic/001", "generic/002"), 1200, None):
-           "e47dc557da091ecf12f3fa103338931eabea966645d1b438a8f7150ba0cfecce",
-           (("TESTS",), 1, None): "2ea1bc2def2fdc324b439f176639680e6a5cab7621536f93fd0843bc79d098c8",
-           (("x",), 5, 1024): "7700840da78c13219ff788dc43bc6723d2d6d9e3d4a94b2ed3093480d831d7cc"}
+           "c238723e605024105525699f2a5bbdaf892e4dcd246d4cb9dcacca42d9c594e9",
+           (("TESTS",), 1, None): "d69c9d1359771f6caef34cbaf77ee301a0158a556df8ff5739140b6f4666511d",
+           (("x",), 5, 1024): "24c3edff7c58a774cf10d3b97f639632441e493e157d6b5b4d1dc8374be6aa97"}
 
 
 def test_fstests_renders_the_script_it_ran_before():
@@ -259,5 +259,5 @@ def test_fstests_renders_the_script_it_ran_before():
                                        fstests.make_profile(k[2]) if k[2] else None))
            for k in FSTESTS}
     assert got == FSTESTS
-    assert fstests.harness_key() == "2ea1bc2def2fdc32"
+    assert fstests.harness_key() == "d69c9d1359771f6c"
     assert "harness" not in fsrecord.IDENTITY

@@ -17,20 +17,31 @@ pid=$!
 # running @GRACE@ s after the limit -- is cut: its processes are stopped and
 # killed (not check's own), so the disks are unmounted and the host leaves
 # the test to run again, rather than the host's timeout killing a guest
-# with them mounted.  A test that a minute of SIGKILL does not end (a task
-# blocked in the kernel) is said to be so, with the blocked tasks' stacks:
-# the host records it as a hang.
-last() { dmesg | sed -n 's/.*run fstests \([^ ]*\) at .*/\1/p' | tail -n 1; }
+# with them mounted; so is whatever check waits on a minute after the
+# signal (a check of the filesystems that does not end).  A cut that a
+# minute of SIGKILL does not end (a task blocked in the kernel) is said to
+# be so, with the blocked tasks' stacks: the host records it as a hang.
+# check runs a test as `bash -c "...; exec ./tests/T"`: its one child whose
+# command line ends so.
+running() { pgrep -P $pid -f '\./tests/[^ ]+$'; }
 tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
 live() { case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 1;; esac; }
-( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; at=$(last); t=0
-  while kill -0 $pid 2>/dev/null && [ "$(last)" = "$at" ] && [ $t -lt @GRACE@ ]; do
-	sleep 1; t=$((t + 1))
+( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; at=$(running); end=$((SECONDS + @GRACE@))
+  while kill -0 $pid 2>/dev/null && [ $SECONDS -lt $end ]; do
+	now=$(running)
+	[ -n "$now" ] && [ "$now" != "$at" ] && break
+	sleep 1
   done
   kill -TERM $pid 2>/dev/null || exit 0
+  end=$((SECONDS + 60))
   sleep 1
-  run=$(last)
-  roots=$(pgrep -P $pid -f "tests/$run\$")
+  roots=$(running)
+  while [ -z "$roots" ]; do
+	kill -0 $pid 2>/dev/null || exit 0
+	[ $SECONDS -lt $end ] || { roots=$(pgrep -P $pid); break; }
+	sleep 1
+	roots=$(running)
+  done
   [ -n "$roots" ] || exit 0
   : > /tmp/fork-cut
   echo FSTESTS-CUT
