@@ -316,6 +316,67 @@ def test_export_v1(ek, send_email):
     assert not list((ek.work / "tmp").glob("export-*"))
 
 
+@pytest.fixture
+def ek_one(tmp_path, export_tarball, monkeypatch):
+    """An ExportKit whose series is one patch."""
+    kit = ExportKit(tmp_path, export_tarball, monkeypatch)
+    (kit.repo / "mailing").mkdir()
+    shutil.copyfile(TMPL, kit.repo / "mailing" / "cover-letter.tmpl")
+    shutil.copyfile(RECIPIENTS, kit.repo / "mailing" / "recipients")
+    kit.do_import()
+    kit.ids = kit.push_series(SERIES[:1])
+    kit.fake_checks(kit.ids)
+    return kit
+
+
+def test_one_patch_goes_without_a_cover_letter(ek_one, send_email, tmp_path):
+    """As b4 sends a one-patch series: `[PATCH]`, no 0/1 letter; the
+    letter's body below the `---`, which git am drops."""
+    ek = ek_one
+    res = ek.fork("export")
+    assert res.rc == 0, res
+    names = sorted(os.listdir(ek.outdir(1)))
+    assert names == ["0001-ext2-make-balloc-faster.patch"]
+    (patch,) = ek.mails(1)
+    h = headers(patch)
+    assert h["subject"] == "[PATCH] ext2: make balloc faster"
+    assert "in-reply-to" not in h
+    assert h["content-type"] == "text/plain; charset=UTF-8"
+    text = patch.read_text()
+    log, basement = text.split("\n---\n", 1)
+    assert "In 2003 Alex Tomas posted" not in log
+    letter, diff = basement.split(" fs/ext2/balloc.c | ", 1)
+    assert "In 2003 Alex Tomas posted" in letter
+    assert re.search(r"^  1/1 +%s +pass" % ek.ids[0][:12], letter, re.M), letter
+    assert "{" not in letter and "***" not in letter
+    # git am takes the log and the change alone
+    clone = tmp_path / "reader"
+    ek.git("clone", "-q", "--no-checkout", str(ek.ktree), str(clone), cwd=tmp_path)
+    ek.git("checkout", "-q", "--detach", "origin/distro/9.9", cwd=clone)
+    ek.git("am", "-q", str(patch), cwd=clone)
+    assert ek.rev("HEAD^{tree}", cwd=clone) == ek.rev("series/9.9^{tree}")
+    assert "Alex Tomas" not in ek.git("log", "-1", "--format=%B", cwd=clone)
+    # the recorded version names the patch's Message-Id for v2's link
+    info = (ek.repo / "mailing" / "versions" / "v1" / "base").read_text()
+    assert "cover-message-id: %s" % h["message-id"] in info
+
+
+@pytest.mark.parametrize("line", ["From 2003 to today nothing changed", "diff --git a/x b/x",
+                                  "--- a/fs/ext2/super.c", "@@ -1,2 +1,2 @@"])
+def test_a_one_patch_letter_git_am_would_misread_is_refused(tmp_path, line):
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    mail = tmp_path / "0001-x.patch"
+    text = "Subject: [PATCH] x\n\nlog\n---\n f | 1 +\n\ndiff --git a/f b/f\n"
+    mail.write_text(text)
+    with pytest.raises(ForkError) as e:
+        cmd_export.mix_in_letter(str(mail), "Some words.\n%s\n" % line)
+    assert "\n" not in str(e.value) and "line 2 of the letter" in str(e.value)
+    assert mail.read_text() == text
+    cmd_export.mix_in_letter(str(mail), "Some words.\n  %s\n" % line)
+    assert mail.read_text() == text.replace("---\n", "---\nSome words.\n  %s\n\n" % line)
+
+
 def test_mails_work_with_git_am_send_email_and_b4(ek, send_email, tmp_path):
     """What the list sees: the mails git am onto the base and give the series'
     trees; git send-email accepts them and mails everyone; b4 reads the mbox."""
@@ -1120,6 +1181,79 @@ def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(e
     values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     with pytest.raises(ForkError, match="cannot be checked"):
         cmd_export.render_template(str(tmpl), values)
+
+
+# -- @@ fstests-summary: an fstests run of the base and the head ---------------------
+
+def fstests_md(ek, name, base, head, rows):
+    """records/fstests/9.9/<name>.md as `fstests --markdown` writes it, of
+    `base` and `head` (commits), rows [(test, base, series, verdict)]."""
+    d = ek.repo / "records" / "fstests" / KVER
+    d.mkdir(parents=True, exist_ok=True)
+    tot = {s: {k: sum(1 for r in rows if r[i] == k) for k in ("pass", "fail", "notrun")}
+           for i, s in ((1, "base"), (2, "series"))}
+    text = ["# fstests on ext2: distro/9.9 vs series/9.9", "",
+            "- base: `distro/9.9` (%s), image sha256 00" % base[:12],
+            "- series: `series/9.9` (%s), image sha256 11" % head[:12],
+            "- selection: group auto (%d tests, 0 excluded by ci/fstests/ext2.exclude)"
+            % len(rows),
+            "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks",
+            "- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)",
+            "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the "
+            "series)",
+            "- reproduce: `tools/fork fstests distro/9.9 series/9.9 --group auto`", "",
+            "| | pass | fail | notrun | test time |", "| --- | ---: | ---: | ---: | ---: |"]
+    text += ["| %s | %d | %d | %d | 9s |" % (s, t["pass"], t["fail"], t["notrun"])
+             for s, t in tot.items()]
+    text += ["", "| test | base | series | base time | series time | verdict | why not pass |",
+             "| --- | --- | --- | ---: | ---: | --- | --- |"]
+    text += ["| %s | %s | %s | 1s | 1s | %s | |" % r for r in rows]
+    (d / (name + ".md")).write_text("\n".join(text) + "\n")
+
+
+def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    fstests_md(ek, "auto-1k", base, ek.ids[-1], [
+        ("generic/001", "pass", "pass", "same"), ("generic/002", "fail", "fail", "same"),
+        ("generic/003", "pass", "fail", "**new failure**"), ("generic/004", "-", "-", "pending"),
+        ("generic/005", "-", "fail", "pending"), ("generic/006", "notrun", "pass", "changed")])
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n\n{summary}\n{check_table}\n@@ fstests-summary 9.9 auto-1k\n"
+                    "{base}\n{changelog}\n{range_diff}\n")
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    assert ("fstests group auto (6 tests, 0 excluded by ci/fstests/ext2.exclude), distro/9.9 "
+            "against series/9.9 (%s):\n- mkfs: `mkfs.ext2 -b 1024` on the test and scratch "
+            "disks\n- base: 2 pass, 1 fail, 1 not run (9s of tests)\n- series: 2 pass, 3 fail, "
+            "0 not run (9s of tests)\n- verdicts: 2 pending, 2 same, 1 changed, 1 new failure\n"
+            "- new failures on the series: generic/003\n- 2 of 6 "
+            "tests have yet to run on one kernel or both: the run is not finished\n"
+            "- failed on the kernel that ran them, yet to run on the other: generic/005 "
+            "(series)\n- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)\n"
+            "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the series)\n"
+            % ek.ids[-1][:12]) in body
+
+
+@pytest.mark.parametrize("which", ["base", "series"])
+def test_a_letter_summarizing_an_fstests_run_of_other_kernels_is_refused(ek, which):
+    from forkkit.core.errors import ForkError
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    # a run of another head (the series' first commit), or on another base
+    fstests_md(ek, "auto", ek.ids[0] if which == "base" else base,
+               ek.ids[0] if which == "series" else ek.ids[-1],
+               [("generic/001", "pass", "pass", "same")])
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ fstests-summary 9.9 auto\n")
+    with pytest.raises(ForkError) as e:
+        cmd_export.check_summarized(str(tmpl), base, ek.ids)
+    msg = str(e.value)
+    assert "\n" not in msg and "`@@ fstests-summary 9.9 auto` tested %s" % which in msg
+    assert "not the %s being exported" % ("base" if which == "base" else "head") in msg
+    fstests_md(ek, "auto", base, ek.ids[-1], [("generic/001", "pass", "pass", "same")])
+    cmd_export.check_summarized(str(tmpl), base, ek.ids)
 
 
 # -- @@ check-summary: the check tables of a head, summarized ----------------------

@@ -271,6 +271,163 @@ def test_boot_records_time_limit_leaves_the_rest():
     assert set(recs) == {"generic/001", "generic/013"}
 
 
+def test_boot_records_cut_test_runs_again():
+    # the time limit, then the guest cut generic/013 (still running after the
+    # grace): check recorded it as failed when its processes were killed,
+    # but that is no verdict on the kernel
+    console = CONSOLE_CRASH.replace("[   12.0] Kernel panic - not syncing: Fatal exception\n",
+                                    "FSTESTS-TIME-LIMIT\nFSTESTS-CUT\n"
+                                    "FSTESTS-END check-exit=1\n")
+    tests = ["generic/001", "generic/013", "generic/074"]
+    xunit = {"generic/001": {"status": "pass", "seconds": 4, "message": ""},
+             "generic/013": {"status": "fail", "seconds": 301, "message": "exit status 137"}}
+    recs, limit = fstests.boot_records(tests, xunit, console, timed_out=False)
+    assert limit
+    assert fstests.cut_test(console) == "generic/013"
+    assert set(recs) == {"generic/001"}
+    # no cut mark: nothing is cut
+    assert fstests.cut_test(console.replace("FSTESTS-CUT\n", "")) is None
+    # the last test had printed its result (check then hung elsewhere):
+    # its result stands
+    done = console.replace("FSTESTS-TIME-LIMIT\n", " 11s\nFSTESTS-TIME-LIMIT\n")
+    assert fstests.cut_test(done) is None
+    recs, _ = fstests.boot_records(tests, xunit, done, timed_out=False)
+    assert recs["generic/013"]["status"] == "fail"
+    # the kill did not end the test (blocked in the kernel), or the guest
+    # never ended: a hang, recorded as a failure
+    for hung, says in ((console.replace("FSTESTS-CUT\n", "FSTESTS-CUT\nFSTESTS-CUT-FAILED\n"),
+                        "not ended by SIGKILL"),
+                       (console.replace("FSTESTS-END check-exit=1\n", ""),
+                        "then the guest hung (QEMU timeout)")):
+        recs, _ = fstests.boot_records(tests, xunit, hung, timed_out=True)
+        assert recs["generic/013"]["status"] == "fail"
+        assert says in recs["generic/013"]["message"]
+
+
+def watchdog_driver(tmp_path, mark, tests, grace=1, shim="", post=":"):
+    """A bash script that runs the watchdog of fstests-run.sh (limit 1 s,
+    grace `grace` s, 3 s for check to end after SIGTERM, 2 rounds of
+    SIGKILL) around a fake check of `tests`: like check, it runs each test
+    in the foreground as `bash -c "...; exec ./tests/T"`, so that SIGTERM
+    waits for it, then runs `post` (its checks after a test) and says "T
+    ok"; its trap takes 3 s to write its report.  generic/001 ends after
+    3 s; generic/002 never ends (a child and a grandchild that sleep `mark`;
+    the grandchild's pid in tmp_path/worker).  `shim`: bash run first."""
+    script = fstests.guest_script(["generic/001"], 1)
+    run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
+    part = run_sh[run_sh.index("# At the time limit"):run_sh.index('echo "FSTESTS-END')]
+    for old, new in (("$((SECONDS + %d))" % fstests.CUT_GRACE, "$((SECONDS + %d))" % grace),
+                     ("$((SECONDS + 60))", "$((SECONDS + 3))"), ("$(seq 60)", "$(seq 2)"),
+                     ("/tmp/fork-cut", str(tmp_path / "fork-cut")),
+                     ("echo w > /proc/sysrq-trigger", "echo sysrq-w")):
+        assert old in part, old
+        part = part.replace(old, new)
+    (tmp_path / "tests" / "generic").mkdir(parents=True)
+    for name, body in (("001", "sleep 3\n"),
+                       ("002", "sleep %s & echo $! > %s; sleep %s; wait\n"
+                        % (mark, tmp_path / "worker", mark))):
+        t = tmp_path / "tests" / "generic" / name
+        t.write_text("#!/bin/bash\n" + body)
+        t.chmod(0o755)
+    fake = tmp_path / "check"
+    fake.write_text("#!/bin/bash\n"
+                    "trap 'sleep 3 || exit 9; echo report-written; exit 7' TERM\n"
+                    "cd %s\n"
+                    "for t in \"$@\"; do\n"
+                    "\tbash -c \"true; exec ./tests/$t\"\n"
+                    "\t%s\n"
+                    "\techo \"$t ok\"\n"
+                    "done\n" % (tmp_path, post))
+    fake.chmod(0o755)
+    driver = tmp_path / "driver.sh"
+    driver.write_text("#!/bin/bash\n%s\n%s %s & pid=$!\n%s\necho rc=$rc\n"
+                      % (shim, fake, " ".join(tests), part))
+    return driver
+
+
+def run_driver(driver):
+    """The driver's exit and output; the output goes to a file, not a pipe
+    that a process the kill spared would hold open."""
+    out = driver.with_suffix(".out")
+    with open(out, "w") as fh:
+        rc = subprocess.run(["bash", str(driver)], stdout=fh, stderr=subprocess.STDOUT,
+                            timeout=60).returncode
+    return types.SimpleNamespace(returncode=rc, stdout=out.read_text())
+
+
+def sleeps_left(mark):
+    left = subprocess.run(["pgrep", "-f", "sleep %s" % mark], capture_output=True, text=True)
+    return left.stdout
+
+
+def test_guest_watchdog_cuts_a_test_still_running_after_the_grace(tmp_path):
+    """generic/002 runs past the limit and the grace: the watchdog says
+    FSTESTS-CUT, kills its whole process tree and leaves check to write its
+    report; without the cut check would wait on, and a kill of check's own
+    children would lose the report."""
+    mark = "%d.%d" % (900000 + os.getpid() % 1000, os.getpid())  # this test's sleeps alone
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/002", "generic/001"]))
+        assert "FSTESTS-TIME-LIMIT" in proc.stdout and "FSTESTS-CUT\n" in proc.stdout, proc
+        assert "FSTESTS-CUT-FAILED" not in proc.stdout, proc
+        assert "report-written" in proc.stdout and "rc=7" in proc.stdout, proc
+        assert "generic/001" not in proc.stdout
+        assert sleeps_left(mark) == ""         # nothing of the test is left running
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_lets_the_running_test_finish_and_cuts_the_next(tmp_path):
+    """The limit falls in generic/001, which ends within the grace: its
+    result stands ("generic/001 ok" before the cut), check is stopped as
+    generic/002 starts, and generic/002 is cut at once, not waited for."""
+    mark = "%d.%d" % (700000 + os.getpid() % 1000, os.getpid())
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/001", "generic/002"],
+                                          grace=20))
+        out = proc.stdout
+        assert out.index("FSTESTS-TIME-LIMIT") < out.index("generic/001 ok") < \
+            out.index("FSTESTS-CUT\n") < out.index("report-written"), proc
+        assert "rc=7" in out and sleeps_left(mark) == ""
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_cuts_what_check_waits_on_after_a_test(tmp_path):
+    """generic/001 ends, then check's own check after it never does (a
+    stuck fsck, here a sleep): no test runs when the grace ends, and check
+    does not end on SIGTERM; after its time the watchdog cuts what check
+    waits on, and check writes its report."""
+    mark = "%d.%d" % (600000 + os.getpid() % 1000, os.getpid())
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/001", "generic/002"],
+                                          grace=5, post="sleep %s" % mark))
+        out = proc.stdout
+        assert out.index("FSTESTS-TIME-LIMIT") < out.index("FSTESTS-CUT\n") < \
+            out.index("report-written"), proc
+        assert "generic/001 ok" not in out and "rc=7" in out and sleeps_left(mark) == ""
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
+def test_guest_watchdog_says_when_a_worker_outlives_the_kill(tmp_path):
+    """A worker that SIGKILL does not end (as a task blocked in the kernel:
+    here a kill that spares it) while its parent, the test, dies and check
+    ends: the watchdog keeps after it under its new parent, and says
+    FSTESTS-CUT-FAILED with the blocked tasks before the guest goes on."""
+    mark = "%d.%d" % (800000 + os.getpid() % 1000, os.getpid())
+    shim = ('kill() { if [ "$1" = -KILL ]; then shift; local x; for x in "$@"; do '
+            '[ "$x" = "$(cat %s)" ] || builtin kill -KILL $x; done; return 0; fi; '
+            'builtin kill "$@"; }' % (tmp_path / "worker"))
+    try:
+        proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/002"], shim=shim))
+        assert "FSTESTS-CUT\n" in proc.stdout, proc
+        assert "report-written" in proc.stdout, proc
+        assert proc.stdout.index("FSTESTS-CUT-FAILED\nsysrq-w") < proc.stdout.index("rc=7"), proc
+    finally:
+        subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
+
+
 def test_console_tests_with_kernel_messages_between():
     # as measured on 7.3 (run-1): kmsg lines between a test's name and its time
     text = ("generic/001        [   29.430970] run fstests generic/001 at 2026-12-04 05:26:06\r\n"
@@ -544,7 +701,7 @@ def pipeline(tmp_path, monkeypatch, repo):
 
     monkeypatch.setattr(cmd_fstests, "build", fake_build)
     state = {"outcomes": {}, "boots": [], "stop_after": None, "configs": [], "reports": {},
-             "error_flag": set()}
+             "error_flag": set(), "timeouts": []}
 
     def fake_guest(kernel, script, disks, timeout, prog, log, label, follow=None, kvm=False):
         assert not kvm          # no image in the store: KVM not probed, TCG
@@ -564,6 +721,14 @@ def pipeline(tmp_path, monkeypatch, repo):
                 console.append("FSTESTS-TIME-LIMIT")
                 break
             st = outcome.get(t, "pass")
+            if t == state.get("cut_at"):    # the limit, then the guest cuts this test
+                state["timeouts"].append((timeout, int(re.search(
+                    r"\( sleep (\d+); echo FSTESTS-TIME-LIMIT;", script).group(1))))
+                console += ["run fstests %s at now" % t, "FSTESTS-TIME-LIMIT", "FSTESTS-CUT"]
+                cases.append('<testcase classname="xfstests.global" name="%s" time="300">'
+                             '<failure message="exit status 137" type="TestFail"/>'
+                             '</testcase>' % t)
+                break
             if t == state.get("die_at"):            # the guest dies in this test
                 console.append("run fstests %s at now" % t)
                 break
@@ -727,6 +892,39 @@ def test_pipeline_time_limit_then_resume(pipeline, capsys):
     # the second run asked each kernel only for what had not run
     assert pipeline["boots"][boots:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
                                          ("series-7.3.bzImage", ["generic/002", "generic/013"])]
+
+
+def test_pipeline_cut_test_is_pending_then_runs_again(pipeline, capsys, tmp_path):
+    # the series' guest cut generic/002 at the time limit: check's "failed"
+    # for it is no verdict; it stays pending and the next run runs it first
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    pipeline["cut_at"] = "generic/002"
+    rec = tmp_path / "rec"
+    argv = ["generic/001", "generic/002", "generic/013", "--time-limit", "1200",
+            "--record", str(rec)]
+    rc = run_main(*argv)
+    out = capsys.readouterr()
+    assert rc == 3, out
+    assert re.search(r"generic/002\s+-\s+-.*pending", out.out), out.out
+    assert "new failure" not in out.out
+    assert "generic/002 was cut at the time limit: left to run again" in out.err
+    # the host's timeout leaves the guest the grace and its own margin
+    assert len(pipeline["timeouts"]) == 2
+    assert all(t == limit + fstests.CUT_GRACE + cmd_fstests.BOOT_MARGIN
+               for t, limit in pipeline["timeouts"])
+    boots = [json.loads((d / "boots.json").read_text()) for d in stores(rec)]
+    assert [b[-1]["cut"] for b in boots] == ["generic/002", "generic/002"]
+    # the table says which tests were cut
+    md = Path(json.loads(Path(re.search(r"results: (\S+)", out.out).group(1),
+                              "fstests.json").read_text())["meta"]["run_dir"],
+              "fstests.md").read_text()
+    assert "\n- cut at the time limit, each left to run again: base boot 1: " \
+        "generic/002; series boot 1: generic/002\n" in md
+    pipeline["cut_at"] = None
+    n = len(pipeline["boots"])
+    assert run_main(*argv) == 0
+    assert pipeline["boots"][n:] == [("distro-7.3.bzImage", ["generic/002", "generic/013"]),
+                                     ("series-7.3.bzImage", ["generic/002", "generic/013"])]
 
 
 def test_pipeline_group_uses_exclude_list(pipeline, repo, capsys):
@@ -1201,6 +1399,20 @@ def test_block_size_is_in_the_profile_the_script_and_the_record_name():
     assert keys == {fstests.profile_key(default)}
     with pytest.raises(ForkError, match="ext2 takes 1024, 2048, 4096"):
         fstests.make_profile(512)
+
+
+@pytest.mark.parametrize("argv,line", [
+    ([], "- mkfs: `mkfs.ext2` without options: mke2fs chooses 4096-byte blocks"),
+    (["--block-size", "1024"], "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks")])
+def test_markdown_says_how_the_filesystems_were_made(pipeline, capsys, argv, line):
+    # a table of another block size must say so: its reader sees no record name
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {}, "series-7.3.bzImage": {}}
+    assert run_main("generic/001", *argv) == 0
+    out = capsys.readouterr().out
+    md = Path(json.loads(Path(re.search(r"results: (\S+)", out).group(1), "fstests.json")
+                         .read_text())["meta"]["run_dir"], "fstests.md").read_text()
+    assert "\n" + line in md
+    assert md.index("- selection:") < md.index("- mkfs:") < md.index("- e2fsck")
 
 
 def fstests_args(argv):

@@ -224,8 +224,10 @@ def test_a_job_is_never_given_a_json_left_from_before(env, capsys, monkeypatch):
     assert "holds no check row" in capsys.readouterr().err
 
 
-def test_a_series_named_twice_is_refused(env, capsys):
-    assert main("--series", "patches", "--series", "patches") == 1
+@pytest.mark.parametrize("second", ["patches", "patches/", "./patches"])
+def test_a_series_named_twice_is_refused(env, capsys, second):
+    # the same directory however it is written
+    assert main("--series", "patches", "--series", second) == 1
     assert "named twice" in capsys.readouterr().err
     assert not env["calls"]
 

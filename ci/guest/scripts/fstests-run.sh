@@ -10,11 +10,59 @@ mkdir -p /mnt/test /mnt/scratch /results/@RESULT_DIR@
 echo "FSTESTS-BEGIN $(uname -r) fstests $(cat /opt/xfstests/.git/HEAD 2>/dev/null)"
 ./check -R xunit $(cat /results/fork-tests) &
 pid=$!
-( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; kill -TERM $pid ) &
+# At the time limit the test running then may finish within @GRACE@ s and
+# keep its result: check is sent SIGTERM as the next test starts (bash
+# runs check's trap, which writes its report, once the command it waits on
+# has ended).  The test check then waits on -- the next one, or one still
+# running @GRACE@ s after the limit -- is cut: its processes are stopped and
+# killed (not check's own), so the disks are unmounted and the host leaves
+# the test to run again, rather than the host's timeout killing a guest
+# with them mounted; so is whatever check waits on a minute after the
+# signal (a check of the filesystems that does not end).  A cut that a
+# minute of SIGKILL does not end (a task blocked in the kernel) is said to
+# be so, with the blocked tasks' stacks: the host records it as a hang.
+# check runs a test as `bash -c "...; exec ./tests/T"`: its one child whose
+# command line ends so.
+running() { pgrep -P $pid -f '\./tests/[^ ]+$'; }
+tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
+live() { case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 1;; esac; }
+( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; at=$(running); end=$((SECONDS + @GRACE@))
+  while kill -0 $pid 2>/dev/null && [ $SECONDS -lt $end ]; do
+	now=$(running)
+	[ -n "$now" ] && [ "$now" != "$at" ] && break
+	sleep 1
+  done
+  kill -TERM $pid 2>/dev/null || exit 0
+  end=$((SECONDS + 60))
+  sleep 1
+  roots=$(running)
+  while [ -z "$roots" ]; do
+	kill -0 $pid 2>/dev/null || exit 0
+	[ $SECONDS -lt $end ] || { roots=$(pgrep -P $pid); break; }
+	sleep 1
+	roots=$(running)
+  done
+  [ -n "$roots" ] || exit 0
+  : > /tmp/fork-cut
+  echo FSTESTS-CUT
+  # every process of the test as first listed, and those they fork after:
+  # a worker blocked in the kernel outlives its killed parent, under init
+  all=""
+  for t in $roots; do kill -STOP $t && all="$all $t $(tree $t)"; done
+  for i in $(seq 60); do
+	p=""
+	for t in $all; do live $t && p="$p $t $(tree $t)"; done
+	[ -n "$p" ] || exit 0
+	all="$all $p"
+	kill -KILL $p 2>/dev/null; sleep 1
+  done
+  echo FSTESTS-CUT-FAILED
+  echo w > /proc/sysrq-trigger ) &
 watch=$!
 wait $pid
 rc=$?
-kill $watch 2>/dev/null
+# a cut goes on until the test's last process has ended (or is said not to)
+if [ -e /tmp/fork-cut ]; then wait $watch; else kill $watch 2>/dev/null; fi
 echo "FSTESTS-END check-exit=$rc"
 sync
 exit 0

@@ -510,14 +510,13 @@ def d_guest_tests(root, ctx):
     return md_table(["test", "disk", "block size", "file system", "expected reports"], rows)
 
 
-def d_fstests(root, ctx, ver, name="quick"):
-    """records/fstests/<ver>/<name>.md (`fstests --markdown`; default the
-    quick group's): its header and totals, and the rows of every test that
-    failed on either kernel or whose verdict is not `same`; the tests a
-    run has yet to run (verdict `pending`) are counted, not listed."""
+def fstests_markdown(root, ver, name, directive="fstests"):
+    """records/fstests/<ver>/<name>.md (`fstests --markdown`) read: (its
+    path, its lines, the index of its per-test table, its header lines
+    before the tables, [(row line, cells)] of that table)."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ForkError("@@ fstests %s %s: name a markdown file of records/fstests/%s/ "
-                        "without .md (e.g. quick)" % (ver, name, ver))
+        raise ForkError("@@ %s %s %s: name a markdown file of records/fstests/%s/ "
+                        "without .md (e.g. quick)" % (directive, ver, name, ver))
     rel = "records/fstests/%s/%s.md" % (ver, name)
     lines = _read(root, rel).rstrip("\n").splitlines()
     if not lines or not lines[0].startswith("# "):
@@ -538,6 +537,88 @@ def d_fstests(root, ctx, ver, name="quick"):
             raise ForkError("%s: %r is not a row of the per-test table: restore it from git"
                             % (rel, l))
         rows.append((l, cells))
+    return rel, lines, tables[0], head, rows
+
+
+# the kernels of an fstests markdown: "- base: `distro/7.3` (d849d5d8141a), ..."
+FSTESTS_SIDE_RE = re.compile(r"^- (base|series): `([^`]+)` \(([0-9a-f]{7,40})\)")
+
+
+def fstests_sides(rel, head):
+    """{"base"|"series": (rev, commit prefix)} of an fstests markdown's
+    header lines."""
+    sides = {}
+    for l in head:
+        m = FSTESTS_SIDE_RE.match(l)
+        if m:
+            sides[m.group(1)] = (m.group(2), m.group(3))
+    if set(sides) != {"base", "series"}:
+        raise ForkError("%s: no `- base:` and `- series:` lines: restore it from git" % rel)
+    return sides
+
+
+def d_fstests_summary(root, ctx, ver, name):
+    """An fstests run in a few lines of plain text, for a cover letter:
+    which kernels, tests and mkfs, the totals of each kernel, the new
+    failures, how many tests have yet to run, e2fsck and the command
+    (records/fstests/<ver>/<name>.md; export checks that its kernels are
+    the base and head it sends)."""
+    rel, lines, table, head, rows = fstests_markdown(root, ver, name, "fstests-summary")
+    sides = fstests_sides(rel, head)
+    facts = {}
+    for l in head:
+        m = re.match(r"^- (selection|mkfs|e2fsck -fn after each boot|kernel reports in the "
+                     r"consoles|reproduce): (.*)$", l)
+        if m:
+            facts[m.group(1)] = m.group(2)
+    totals = {}
+    for l in lines[:table]:
+        cells = [c.strip() for c in l.split("|")]
+        if len(cells) >= 7 and cells[1] in ("base", "series"):
+            totals[cells[1]] = cells[2:6]
+    if set(totals) != {"base", "series"}:
+        raise ForkError("%s: no totals table of base and series: restore it from git" % rel)
+    verdicts = {}
+    for _, c in rows:
+        v = c[6].strip("*")
+        verdicts[v] = verdicts.get(v, 0) + 1
+    new = [c[1] for _, c in rows if "new failure" in c[6]]
+    # a failure on the kernel that has run the test, the other yet to
+    failed_pending = ["%s (%s)" % (c[1], "base" if c[2] == "fail" else "series")
+                      for _, c in rows if c[6] == "pending" and "fail" in c[2:4]]
+    pending = verdicts.get("pending", 0)
+    out = ["fstests %s, %s against %s (%s):" % (
+        facts.get("selection", "(selection not named)"), sides["base"][0], sides["series"][0],
+        sides["series"][1])]
+    if "mkfs" in facts:
+        out.append("- mkfs: %s" % facts["mkfs"])
+    for side in ("base", "series"):
+        p, f, n, t = totals[side]
+        out.append("- %s: %s pass, %s fail, %s not run (%s of tests)" % (side, p, f, n, t))
+    out.append("- verdicts: %s" % ", ".join("%d %s" % (n, v) for v, n in sorted(
+        verdicts.items(), key=lambda vn: (-vn[1], vn[0]))))
+    out.append("- new failures on the series: %s" % (", ".join(new) if new else "none"))
+    if pending:
+        out.append("- %d of %d tests have yet to run on one kernel or both: the run is not "
+                   "finished" % (pending, len(rows)))
+    if failed_pending:
+        out.append("- failed on the kernel that ran them, yet to run on the other: %s"
+                   % ", ".join(failed_pending))
+    for key in ("e2fsck -fn after each boot", "kernel reports in the consoles"):
+        if key in facts:
+            out.append("- %s: %s" % (key, facts[key]))
+    if "reproduce" in facts:
+        out.append("- reproduce: %s" % facts["reproduce"])
+    return out
+
+
+def d_fstests(root, ctx, ver, name="quick"):
+    """records/fstests/<ver>/<name>.md (`fstests --markdown`; default the
+    quick group's): its header and totals, and the rows of every test that
+    failed on either kernel or whose verdict is not `same`; the tests a
+    run has yet to run (verdict `pending`) are counted, not listed."""
+    rel, lines, table, head, rows = fstests_markdown(root, ver, name)
+    tables = [table]
     # a run that stopped before its end (its time limit, a guest that ended
     # early) leaves tests pending: they are counted, not listed, unless one
     # failed on the kernel that ran it
@@ -657,6 +738,7 @@ DIRECTIVES = {
     "flavours": (d_flavours, ""),
     "guest-tests": (d_guest_tests, ""),
     "fstests": (d_fstests, "VER [NAME]"),
+    "fstests-summary": (d_fstests_summary, "VER NAME"),
     "exclude": (d_exclude, ""),
     "bench": (d_bench, "RUN"),
     "bench-facts": (d_bench_facts, "RUN FIGURE..."),

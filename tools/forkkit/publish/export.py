@@ -532,8 +532,9 @@ def changelog_text(n, path, prev_msgid):
 
 BENCH_DIRECTIVES = ("bench", "bench-facts", "bench-locks", "bench-steps", "frag",
                     "frag-table")
-# the check tables of a head, summarized (docs.d_check_summary())
-SUMMARY_DIRECTIVES = ("check-summary",)
+# the check tables of a head, summarized (docs.d_check_summary()); an
+# fstests run of the base and the head (docs.d_fstests_summary())
+SUMMARY_DIRECTIVES = ("check-summary", "fstests-summary")
 # what a cover letter may use: each is checked against the series it sends
 LETTER_DIRECTIVES = BENCH_DIRECTIVES + SUMMARY_DIRECTIVES
 
@@ -570,6 +571,9 @@ def check_summarized(path, base, commits):
     that lacks a commit or the base, are refused."""
     for directive, args in template_directives(path, SUMMARY_DIRECTIVES):
         line = "`@@ %s %s`" % (directive, " ".join(args))
+        if directive == "fstests-summary":
+            fstests_summarized(path, line, args, base, commits)
+            continue
         if len(args) != 2:
             raise ForkError("%s: %s: %s takes VER HEAD (a directory of records/checks/)"
                             % (rel(path), line, directive))
@@ -625,6 +629,26 @@ def check_summarized(path, base, commits):
                                base[:12], k + 1,
                                series[k][1][0][:12] if k < len(got) else "not",
                                commits[k][:12] if k < len(trees) else "not"))
+
+
+def fstests_summarized(path, line, args, base, commits):
+    """An `@@ fstests-summary VER NAME` line of the template speaks of the
+    series being exported: the run's base kernel is `base` and its series
+    kernel the head, by commit."""
+    if len(args) != 2:
+        raise ForkError("%s: %s: fstests-summary takes VER NAME (records/fstests/VER/NAME.md)"
+                        % (rel(path), line))
+    mdrel, _, _, head, _ = docs.fstests_markdown(repo_root(), args[0], args[1],
+                                                 "fstests-summary")
+    sides = docs.fstests_sides(mdrel, head)
+    for side, want in (("base", base), ("series", commits[-1])):
+        rev, commit = sides[side]
+        if not git(["rev-parse", want]).startswith(commit):
+            raise ForkError("%s: %s tested %s `%s` (%s), not the %s being exported (%s): name "
+                            "the run of this series (`tools/fork fstests BASE HEAD --markdown "
+                            "records/fstests/<ver>/<name>.md`)"
+                            % (rel(path), line, side, rev, commit,
+                               "base" if side == "base" else "head", want[:12]))
 
 
 def uses_bench(path):
@@ -764,6 +788,12 @@ def fill_cover(path, subject, body):
                         "git config" % path)
     text = text.replace("*** SUBJECT HERE ***", encode_subject(subject), 1)
     text = text.replace("*** BLURB HERE ***", body.rstrip("\n"), 1)
+    write_mail(path, text)
+
+
+def write_mail(path, text):
+    """The mail `text` to `path`, saying it is UTF-8 where it is not ASCII
+    and its header does not say what it is."""
     head, sep, rest = text.partition("\n\n")
     if not text.isascii() and not re.search(r"^Content-Type:", head, re.M | re.I):
         head += ("\nMIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
@@ -781,22 +811,55 @@ def header(path, name):
 
 # -- producing and verifying the mails --------------------------------------------
 
-def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH"):
-    cmd = ["git"] + FP_CONFIG + [
-        "format-patch", "--cover-letter", "--cover-from-description=default", "--numbered",
-        "--subject-prefix=%s" % prefix, "--thread=shallow", "--no-base", "--signoff",
-        "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
+def format_patch(base, head, outdir, n, sender, to, cc, prefix="PATCH", cover=True):
+    """git format-patch of base..head into outdir: (the cover letter, [the
+    patches]).  Without `cover` (a one-patch series, as b4 sends one) no
+    cover letter and no numbering: (None, [the patch])."""
+    cmd = ["git"] + FP_CONFIG + ["format-patch"]
+    cmd += ["--cover-letter", "--cover-from-description=default", "--numbered"] if cover \
+        else ["--no-cover-letter", "--no-numbered"]
+    cmd += ["--subject-prefix=%s" % prefix, "--thread=shallow", "--no-base", "--signoff",
+            "--from=%s" % sender, "--no-attach", "--no-to", "--no-cc", "-o", outdir]
     if n > 1:
         cmd.append("--reroll-count=%d" % n)
     cmd += ["--to=%s" % a for a in to] + ["--cc=%s" % a for a in cc]
     cmd.append("%s..%s" % (base, head))
     run(cmd, cwd=ktree())
     names = sorted(f for f in os.listdir(outdir) if f.endswith(".patch"))
-    cover = [f for f in names if re.match(r"^(v\d+-)?0000-cover-letter\.patch$", f)]
-    if len(cover) != 1:
+    letters = [f for f in names if re.match(r"^(v\d+-)?0000-cover-letter\.patch$", f)]
+    if not cover:
+        if letters or len(names) != 1:
+            raise ForkError("git format-patch wrote %d mails into %s, not the one patch "
+                            "alone: check your format.* git config" % (len(names), outdir))
+        return None, [os.path.join(outdir, names[0])]
+    if len(letters) != 1:
         raise ForkError("git format-patch wrote no cover letter into %s" % outdir)
-    return (os.path.join(outdir, cover[0]),
-            [os.path.join(outdir, f) for f in names if f != cover[0]])
+    return (os.path.join(outdir, letters[0]),
+            [os.path.join(outdir, f) for f in names if f != letters[0]])
+
+
+# lines that git am (mailsplit, then git apply) reads as a new mail or as
+# a patch when they stand below a patch's `---`
+LETTER_BREAKS_RE = re.compile(r"^(From |diff --git |Index: |-{3} |\+{3} |@@ -\d)")
+
+
+def mix_in_letter(path, body):
+    """A one-patch series' letter below its patch's `---`, before the
+    diffstat, as b4 sends one (its mixin_cover): git am drops what is
+    there, a reader sees it."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    i = text.find("\n---\n")
+    if i < 0:
+        raise ForkError("%s has no `---` line after its log: cannot put the letter below it"
+                        % path)
+    i += len("\n---\n")
+    for n, line in enumerate(body.splitlines(), 1):
+        if LETTER_BREAKS_RE.match(line):
+            raise ForkError("line %d of the letter, %r, would be read by git am as a mail or "
+                            "a patch below the one patch's `---`: reword or indent it in the "
+                            "template or the changelog" % (n, line[:60]))
+    write_mail(path, text[:i] + body.strip("\n") + "\n\n" + text[i:])
 
 
 def recipients(bt, patches, extra_to, extra_cc):

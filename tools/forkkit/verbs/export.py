@@ -6,7 +6,10 @@ commit: the cover letter names the upstream version and the tarball) and the sen
 ``Signed-off-by`` (``-s``, from ``git var GIT_COMMITTER_IDENT``; the sender is
 also the ``From:``, with the author kept as an in-body From: line when it
 differs).  Subjects are ``[PATCH k/n]`` for v1 -- as git and b4 do, the
-first version carries no "v1" -- and ``[PATCH vN k/n]`` from v2 on.
+first version carries no "v1" -- and ``[PATCH vN k/n]`` from v2 on.  A
+series of one patch is sent as b4 sends one: ``[PATCH]`` (``[PATCH vN]``),
+no 0/1 cover letter, the letter's body below the patch's ``---`` (where
+git am drops it) and its subject line unused.
 
 The output goes to ``work/export/v<N>/`` (or ``--outdir``) and holds only
 the mails, so ``git send-email work/export/v<N>/*.patch`` sends them as
@@ -16,7 +19,8 @@ To:/Cc: headers are in every file: the base tree's own
 reviewers, ``--nol``; Cc: lists, ``--nom``), for the whole series and the
 same on every mail, plus ``mailing/recipients`` and ``--to``/``--cc``.
 
-The cover letter is ``mailing/cover-letter.tmpl`` (first line: subject)
+The cover letter is a series' own ``mailing/<series>/cover-letter.tmpl``,
+else ``mailing/cover-letter.tmpl`` (first line: subject)
 with its placeholders filled: ``{summary}`` (each patch's subject and first
 paragraph), ``{check_table}`` (the cached ``tools/fork check`` results of
 exactly these commits), ``{bench}`` (the newest ``work/bench`` run measured
@@ -84,6 +88,7 @@ from ..publish.export import (am_roundtrip, b4_roundtrip, base_info, base_text, 
                               check_signoff, check_summarized, check_text, checkpatch,
                               cover_template, fill_cover,
                               format_patch, header, identity, is_placeholder, mail_commits,
+                              mix_in_letter,
                               mailing, outdir_entries, range_diff_text, read_recipients,
                               recipients, recorded_base, recorded_versions, rel, render_template,
                               send_email, send_hint, series_commits, series_mailing,
@@ -246,9 +251,12 @@ def export(args, out=print):
         "version": "v%d" % n,
         "count": str(len(commits)),
     }
-    # a series' own letter (the fixes) may leave out the benchmarks
+    # a series' own letter (the fixes) may leave out the benchmarks; the
+    # letter of one patch, which goes below its `---`, its summary (the
+    # patch's own subject and log, just above)
     subject, body = render_template(template, values, optional=(
-        ("bench",) if template != mailing("cover-letter.tmpl") else ()))
+        ("bench",) if template != mailing("cover-letter.tmpl") else ()) +
+        (("summary",) if len(commits) == 1 else ()))
     if unchecked_runs:
         note = "\n".join(textwrap.wrap("Note on the benchmark figures: %s."
                                        % "; ".join(unchecked_runs), 72))
@@ -272,20 +280,26 @@ def export(args, out=print):
             prog.say("To: %s" % ", ".join(to))
             prog.say("Cc: %s" % ", ".join(cc))
             mails = ensure_dir(os.path.join(tmp, "out"))
+            # one patch goes without a 0/1 letter: the letter's body goes
+            # below its `---`, as b4 sends one (its subject is the patch's)
             cover, patches = format_patch(base, head, mails, n, sender, to, cc,
-                                          args.subject_prefix)
+                                          args.subject_prefix, cover=len(commits) > 1)
             range_diff = range_diff_text(n, prev, base, patches, prog) if prev else ""
             body = re.sub(r"\n*\{range_diff\}\n*",
                           lambda m: ("\n\n" + range_diff + "\n\n") if range_diff else "\n\n",
                           body).strip("\n") + "\n"
-            fill_cover(cover, subject, body)
+            if cover:
+                fill_cover(cover, subject, body)
+            else:
+                mix_in_letter(patches[0], body)
             check_signoff(patches, name, mail)
             prog.say("checkpatch.pl --strict on %d patches" % len(patches))
             checkpatch(bt, patches, series)
             prog.say("git am round trip on a fresh checkout of %s" % base[:12])
             am_roundtrip(bt, patches, commits, "the exported patches")
             prog.say("git send-email, into a capturing sendmail")
-            emls = send_email(bt, [cover] + patches, sender, to, cc, tmp)
+            files = ([cover] if cover else []) + patches
+            emls = send_email(bt, files, sender, to, cc, tmp)
             prog.say("b4 am round trip on the captured mails")
             b4_roundtrip(bt, emls, commits, tmp, (name, mail))
             maint = maintainers.generate(series, bt) \
@@ -294,7 +308,6 @@ def export(args, out=print):
         for e in existing:
             os.unlink(os.path.join(outdir, e))
         ensure_dir(outdir)
-        files = [cover] + patches
         for f in files:
             shutil.copyfile(f, os.path.join(outdir, os.path.basename(f)))
         if args.dry_run:
@@ -315,7 +328,8 @@ def export(args, out=print):
                      "version: %d\nbase-commit: %s\npackage: %s\ndebian-version: %s\n"
                      "upstream: %s\nhead: %s\ncover-message-id: %s\n"
                      % (n, series.rel, n, base, info["Package"], info["Version"],
-                        info["Upstream"], series_head, header(cover, "Message-Id") or ""))
+                        info["Upstream"], series_head,
+                        header(files[0], "Message-Id") or ""))
         prog.say("recorded %s/ (commit it)" % rel(vdir))
         if maint and maintainers.compare(maint):
             maintainers.write(maint)

@@ -61,8 +61,13 @@ directory and records/fstests/ hold for it under the same accelerator,
 the median of those for a test none holds) and boots them at once, a
 guest each; their boots land in the same store and record and give the
 same report as one guest would.
-``--time-limit S`` bounds the test time (builds not counted): check is
-stopped after its current test and the run ends with what finished.  fstests
+``--time-limit S`` bounds the test time (builds not counted): the test
+running at the limit may finish within 300 s and keeps its result, check
+is stopped as the next one starts, and the run ends with what finished.
+The test check would still wait on (the next one, or one still running
+300 s after the limit) is cut: its processes are killed, so the guest
+unmounts its disks and the host's e2fsck reads them as a clean shutdown
+left them; it has no result and the next run runs it.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
 overrides), recorded in every result.
 

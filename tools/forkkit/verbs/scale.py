@@ -85,12 +85,13 @@ def main(args):
     slots = parse_slots(args.slots)
     if args.rounds < 1:
         raise ForkError("--rounds %d: give 1 or more rounds" % args.rounds)
-    if args.series and len(set(args.series)) != len(args.series):
-        raise ForkError("a --series is named twice: use --rounds N to run a job more often")
     # every series must be one before the first guest runs: a broken one is
     # refused here in one line, not after the rounds have begun
     series = [Series(s).rel for s in (args.series if args.series is not None
                                       else scalelib.CHECK_SERIES)]
+    # by the directory each names (`patches` and `./patches/` are one)
+    if len(set(series)) != len(series):
+        raise ForkError("a --series is named twice: use --rounds N to run a job more often")
     jobs = scalelib.jobs(series, not args.no_fstests)
     if not jobs:
         raise ForkError("no job to run: name a --series or leave out --no-fstests")

@@ -69,6 +69,15 @@ def make_profile(block_size=None):
     return profile
 
 
+def mkfs_line(profile):
+    """How the profile makes the test and scratch filesystems, in words."""
+    options = profile.get("MKFS_OPTIONS")
+    if options:
+        return "`mkfs.ext2 %s` on the test and scratch disks" % options
+    return ("`mkfs.ext2` without options: mke2fs chooses 4096-byte blocks for the %d MiB "
+            "test and scratch disks" % DISK_MB["test"])
+
+
 def profile_key(profile=None):
     """8 hex digits naming the profile in record names and identities."""
     return hashlib.sha256(profile_text(profile).encode()).hexdigest()[:8]
@@ -166,12 +175,24 @@ def split_shards(tests, seconds, n):
 
 # ------------------------------------------------------------ guest script
 
+# seconds a test still running at the time limit is given to finish before
+# the guest cuts it (fstests-run.sh); the host's timeout allows for them
+CUT_GRACE = 300
+
+
 def guest_script(tests, limit_s, profile=None):
     """The /fork/cmd of one boot (ci/guest/scripts/fstests.sh): mount the
     root and results disks, write local.config and the test list, chroot
     and run fstests-run.sh, which runs ./check -R xunit; a watchdog sends
     check SIGTERM after limit_s, which check (bash) handles after the
-    current test: it writes its report and stops.
+    current test: it writes its report and stops.  The watchdog lets the
+    test running at the limit finish (within CUT_GRACE s), so that its
+    result stands, and sends SIGTERM as the next one starts; the test check
+    then waits on (that next one, or one still running after CUT_GRACE s)
+    is cut (FSTESTS-CUT: its processes killed, so check ends and the guest
+    unmounts its disks); boot_records() leaves it to run again, or records
+    a failure if the kill did not end it (FSTESTS-CUT-FAILED, or a guest
+    that never ended).
 
     In the chroot (fstests-run.sh): DM_DISABLE_UDEV, as there is no udev in
     the guest and without it libdevmapper leaves the /dev/mapper/<name>
@@ -188,7 +209,7 @@ def guest_script(tests, limit_s, profile=None):
     run, _ = scripts.render("fstests-run.sh", {
         "KCONFIG_NAME": KCONFIG_NAME, "TEST_DEV": DEVICES["test"],
         "SCRATCH_DEV": DEVICES["scratch"], "MKFS_OPTS": mkfs_opts, "RESULT_DIR": RESULT_DIR,
-        "LIMIT": max(1, int(limit_s))})
+        "LIMIT": max(1, int(limit_s)), "GRACE": CUT_GRACE})
     text, _ = scripts.render("fstests.sh", {
         "ROOT_DEV": DEVICES["root"], "RESULTS_DEV": DEVICES["results"],
         "PROFILE": profile_text(profile).rstrip("\n").split("\n") if profile_text(profile)
@@ -319,18 +340,43 @@ def console_tests(text):
     return out
 
 
+def cut_test(console):
+    """The test the guest cut at the time limit (FSTESTS-CUT): the last one
+    the console shows started before the mark, if check had not printed
+    its result; None if none was cut."""
+    i = console.find("FSTESTS-CUT")
+    if i < 0:
+        return None
+    started = console_tests(console[:i])
+    if not started or started[-1][1] in STATUSES:
+        return None
+    return started[-1][0]
+
+
 def boot_records(tests, xunit, console, timed_out):
     """Per-test records of one boot and whether it finished the list.
 
     xunit: {test: record} of result.xml (or {}); console: the console log
     text.  A test the console shows started but that has no result when
     the guest died or hung is recorded as a failure (crash or hang): the
-    next run continues after it rather than hanging again.
+    next run continues after it rather than hanging again.  A test the
+    guest cut at the time limit (cut_test()) has no record, whatever check
+    wrote for it after its processes were killed: it runs again.
     Returns (records, interrupted_by_limit)."""
     records = {t: dict(r) for t, r in xunit.items() if t in tests}
     started = [t for t, _ in console_tests(console)]
     limit = "FSTESTS-TIME-LIMIT" in console
     ended = "FSTESTS-END" in console
+    cut = cut_test(console)
+    records.pop(cut, None)
+    if cut and ("FSTESTS-CUT-FAILED" in console or not ended):
+        # the kill did not end it (a task blocked in the kernel: a hang), or
+        # the guest did not end after it
+        records[cut] = {"status": "fail", "seconds": 0, "message": (
+            "still running %d s after the time limit and not ended by SIGKILL (a hang: "
+            "blocked tasks in the console)" % CUT_GRACE if "FSTESTS-CUT-FAILED" in console
+            else "cut %d s after the time limit, then the guest %s" % (
+                CUT_GRACE, "hung (QEMU timeout)" if timed_out else "died"))}
     if started and not ended and started[-1] not in records and not limit:
         last = started[-1]
         records[last] = {"status": "fail", "seconds": 0,
@@ -588,6 +634,11 @@ def markdown(meta, rows, excluded):
             "- selection: %s (%d tests, %d excluded by ci/fstests/ext2.exclude)"
             % (meta["selection"], len(rows), len(excluded)),
             "- e2fsck -fn after each boot: %s" % meta.get("e2fsck", "n/a")]
+    if meta.get("profile"):
+        out.insert(len(out) - 1, "- mkfs: %s" % mkfs_line(meta["profile"]))
+    if meta.get("cuts"):
+        out.append("- cut at the time limit, each left to run again: %s"
+                   % "; ".join(meta["cuts"]))
     if "reports_summary" in meta:
         out.append("- kernel reports in the consoles: %s" % meta["reports_summary"])
     if meta.get("runner") not in (None, "qemu"):

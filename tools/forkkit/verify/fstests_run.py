@@ -239,6 +239,11 @@ def run_fstests(args):
     boots = [b for _, b, _ in consoles]
     rows = fstests.compare(chosen, results["base"], results["series"])
     meta["e2fsck"] = e2fsck_summary([(side, b) for side, b, _ in consoles])
+    # tests a boot cut at the time limit (each ran again, or is pending)
+    meta["cuts"] = ["%s boot %d: %s" % (side, b["n"], b["cut"]) for side in SIDES
+                    if side in stores
+                    for b in read_json(os.path.join(stores[side], "boots.json"), [])
+                    if b.get("cut") in chosen]
     kinds, missing = fstests.kernel_reports(consoles, chosen)
     meta["report_kinds"] = kinds
     meta["reports_summary"] = fstests.reports_summary(kinds, missing,
@@ -632,7 +637,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             runner, lava_identity(ident or {}, profile, tests), "fstests")
         res = boot_fn(kernel, script, [disks[d] for d in ("root", "test", "scratch",
                                                            "results")],
-                      timeout=limit + BOOT_MARGIN, prog=prog, log=log, label="fstests",
+                      timeout=limit + fstests.CUT_GRACE + BOOT_MARGIN, prog=prog, log=log, label="fstests",
                       follow=TestFollower(log, label or side, done, total, prog),
                       kvm=guest_accel == "kvm")
         fsck = {}
@@ -663,6 +668,13 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             console = fh.read()
         records, limit_hit = fstests.boot_records(tests, xunit, console,
                                                   bool(res.error and "timed out" in res.error))
+        cut = fstests.cut_test(console)
+        if cut:
+            prog.say("%s boot %d: %s was cut at the time limit: %s"
+                     % (side, n, cut, "left to run again" if cut not in records else
+                        "the kill did not end it, recorded as a hang"))
+            if cut in records:      # a failure of its own, no test left to run
+                cut = None
     finally:
         for d in ("root", "test", "scratch", "results"):
             try:
@@ -687,6 +699,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             "seconds": round(res.seconds), "runner": runner or "qemu",
             "guest_seconds": round(guest_secs) if guest_secs is not None else None,
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
+            "cut": cut,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
             "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
             "kernel_config": config_sha, "accel": guest_accel,
