@@ -1233,7 +1233,11 @@ def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
             "- failed on the kernel that ran them, yet to run on the other: generic/005 "
             "(series)\n- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)\n"
             "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the series)\n"
-            % ek.ids[-1][:12]) in body
+            % ek.ids[-1][:12]).split() == \
+        body[body.index("fstests group"):body.index("- reproduce:")].split()
+    # a mail's columns
+    assert all(len(l) <= 72 for l in body[body.index("fstests group"):].splitlines()
+               if " " in l.strip())
 
 
 @pytest.mark.parametrize("which", ["base", "series"])

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import types
 from pathlib import Path
 
@@ -306,7 +307,7 @@ def test_boot_records_cut_test_runs_again():
 
 def watchdog_driver(tmp_path, mark, tests, grace=1, shim="", post=":"):
     """A bash script that runs the watchdog of fstests-run.sh (limit 1 s,
-    grace `grace` s, 3 s for check to end after SIGTERM, 2 rounds of
+    grace `grace` s, 10 s for check to end after SIGTERM, 2 rounds of
     SIGKILL) around a fake check of `tests`: like check, it runs each test
     in the foreground as `bash -c "...; exec ./tests/T"`, so that SIGTERM
     waits for it, then runs `post` (its checks after a test) and says "T
@@ -317,7 +318,7 @@ def watchdog_driver(tmp_path, mark, tests, grace=1, shim="", post=":"):
     run_sh = script.split("fork-run.sh <<'FORK_EOF'\n", 1)[1].split("\nFORK_EOF\n", 1)[0]
     part = run_sh[run_sh.index("# At the time limit"):run_sh.index('echo "FSTESTS-END')]
     for old, new in (("$((SECONDS + %d))" % fstests.CUT_GRACE, "$((SECONDS + %d))" % grace),
-                     ("$((SECONDS + 60))", "$((SECONDS + 3))"), ("$(seq 60)", "$(seq 2)"),
+                     ("$((SECONDS + 60))", "$((SECONDS + 10))"), ("$(seq 60)", "$(seq 2)"),
                      ("/tmp/fork-cut", str(tmp_path / "fork-cut")),
                      ("echo w > /proc/sysrq-trigger", "echo sysrq-w")):
         assert old in part, old
@@ -349,10 +350,12 @@ def run_driver(driver):
     """The driver's exit and output; the output goes to a file, not a pipe
     that a process the kill spared would hold open."""
     out = driver.with_suffix(".out")
+    start = time.monotonic()
     with open(out, "w") as fh:
         rc = subprocess.run(["bash", str(driver)], stdout=fh, stderr=subprocess.STDOUT,
                             timeout=60).returncode
-    return types.SimpleNamespace(returncode=rc, stdout=out.read_text())
+    return types.SimpleNamespace(returncode=rc, stdout=out.read_text(),
+                                 seconds=time.monotonic() - start)
 
 
 def sleeps_left(mark):
@@ -373,6 +376,9 @@ def test_guest_watchdog_cuts_a_test_still_running_after_the_grace(tmp_path):
         assert "report-written" in proc.stdout and "rc=7" in proc.stdout, proc
         assert "generic/001" not in proc.stdout
         assert sleeps_left(mark) == ""         # nothing of the test is left running
+        # found as the test check runs, not by the wait for check to end
+        # (limit 1 s, grace 1 s, its trap 3 s)
+        assert proc.seconds < 9, proc
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 
@@ -389,6 +395,8 @@ def test_guest_watchdog_lets_the_running_test_finish_and_cuts_the_next(tmp_path)
         assert out.index("FSTESTS-TIME-LIMIT") < out.index("generic/001 ok") < \
             out.index("FSTESTS-CUT\n") < out.index("report-written"), proc
         assert "rc=7" in out and sleeps_left(mark) == ""
+        # as generic/002 starts, not at the end of the 20 s grace
+        assert proc.seconds < 12, proc
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
 

@@ -248,9 +248,9 @@ def test_an_edit_of_the_guest_programs_or_init_changes_every_key(guest_repo):
 # cut a test overrunning the time limit was 73366b0d6a34cbcc, the one
 # every boot recorded until then names.
 FSTESTS = {(("generic/001", "generic/002"), 1200, None):
-           "c238723e605024105525699f2a5bbdaf892e4dcd246d4cb9dcacca42d9c594e9",
-           (("TESTS",), 1, None): "d69c9d1359771f6caef34cbaf77ee301a0158a556df8ff5739140b6f4666511d",
-           (("x",), 5, 1024): "24c3edff7c58a774cf10d3b97f639632441e493e157d6b5b4d1dc8374be6aa97"}
+           "dd935301ce72222fb7fe38a3f98212d648e1da69abc67236d76d34d762da5da6",
+           (("TESTS",), 1, None): "31b9c1f8f4ecc7aff76eebd8860a321313a03c3ce00ec50ebc85511bbd94a70a",
+           (("x",), 5, 1024): "902666cb4fb4568045aa7f66ea88b379a321ac94291994004949544421256df3"}
 
 
 def test_fstests_renders_the_script_it_ran_before():
@@ -259,5 +259,5 @@ def test_fstests_renders_the_script_it_ran_before():
                                        fstests.make_profile(k[2]) if k[2] else None))
            for k in FSTESTS}
     assert got == FSTESTS
-    assert fstests.harness_key() == "d69c9d1359771f6c"
+    assert fstests.harness_key() == "31b9c1f8f4ecc7af"
     assert "harness" not in fsrecord.IDENTITY

@@ -21,9 +21,9 @@ pid=$!
 # signal (a check of the filesystems that does not end).  A cut that a
 # minute of SIGKILL does not end (a task blocked in the kernel) is said to
 # be so, with the blocked tasks' stacks: the host records it as a hang.
-# check runs a test as `bash -c "...; exec ./tests/T"`: its one child whose
-# command line ends so.
-running() { pgrep -P $pid -f '\./tests/[^ ]+$'; }
+# check runs a test as `bash -c "...; exec ./tests/T"`, and bash execs it
+# by its full path: check's one child whose command line ends in tests/T.
+running() { pgrep -P $pid -f '/tests/[^/ ]+/[^/ ]+$'; }
 tree() { local c; for c in $(pgrep -P "$1"); do kill -STOP "$c"; echo "$c"; tree "$c"; done; }
 live() { case $(ps -o stat= -p "$1" 2>/dev/null) in Z*|"") return 1;; esac; }
 ( sleep @LIMIT@; echo FSTESTS-TIME-LIMIT; at=$(running); end=$((SECONDS + @GRACE@))

@@ -609,7 +609,10 @@ def d_fstests_summary(root, ctx, ver, name):
             out.append("- %s: %s" % (key, facts[key]))
     if "reproduce" in facts:
         out.append("- reproduce: %s" % facts["reproduce"])
-    return out
+    # a mail's 72 columns (a long path stays whole)
+    return [w for line in out for w in textwrap.wrap(
+        line, 72, subsequent_indent="  " if line.startswith("- ") else "",
+        break_long_words=False, break_on_hyphens=False)]
 
 
 def d_fstests(root, ctx, ver, name="quick"):
