@@ -202,16 +202,21 @@ class ExportKit(Kit):
         return [d / f for f in sorted(os.listdir(d))]
 
 
-@pytest.fixture
-def ek(tmp_path, export_tarball, monkeypatch):
+def export_kit(tmp_path, export_tarball, monkeypatch, patches=SERIES):
+    """An ExportKit whose series is `patches`, each checked."""
     kit = ExportKit(tmp_path, export_tarball, monkeypatch)
     (kit.repo / "mailing").mkdir()
     shutil.copyfile(TMPL, kit.repo / "mailing" / "cover-letter.tmpl")
     shutil.copyfile(RECIPIENTS, kit.repo / "mailing" / "recipients")
     kit.do_import()
-    kit.ids = kit.push_series()
+    kit.ids = kit.push_series(patches)
     kit.fake_checks(kit.ids)
     return kit
+
+
+@pytest.fixture
+def ek(tmp_path, export_tarball, monkeypatch):
+    return export_kit(tmp_path, export_tarball, monkeypatch)
 
 
 def headers(path):
@@ -319,14 +324,7 @@ def test_export_v1(ek, send_email):
 @pytest.fixture
 def ek_one(tmp_path, export_tarball, monkeypatch):
     """An ExportKit whose series is one patch."""
-    kit = ExportKit(tmp_path, export_tarball, monkeypatch)
-    (kit.repo / "mailing").mkdir()
-    shutil.copyfile(TMPL, kit.repo / "mailing" / "cover-letter.tmpl")
-    shutil.copyfile(RECIPIENTS, kit.repo / "mailing" / "recipients")
-    kit.do_import()
-    kit.ids = kit.push_series(SERIES[:1])
-    kit.fake_checks(kit.ids)
-    return kit
+    return export_kit(tmp_path, export_tarball, monkeypatch, SERIES[:1])
 
 
 def test_one_patch_goes_without_a_cover_letter(ek_one, send_email, tmp_path):
@@ -1211,6 +1209,18 @@ def fstests_md(ek, name, base, head, rows):
     (d / (name + ".md")).write_text("\n".join(text) + "\n")
 
 
+def letter_body(ek, lines):
+    """The body of a letter with `lines` among the placeholders, its @@
+    summaries checked against the series of `ek`."""
+    from forkkit.publish import export as cmd_export
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n\n{summary}\n{check_table}\n%s{base}\n{changelog}\n"
+                    "{range_diff}\n" % lines)
+    cmd_export.check_summarized(str(tmpl), ek.rev("distro/9.9"), ek.ids)
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
+    return cmd_export.render_template(str(tmpl), values, optional=("bench",))[1]
+
+
 def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
     from forkkit.publish import export as cmd_export
     base = ek.rev("distro/9.9")
@@ -1218,12 +1228,7 @@ def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
         ("generic/001", "pass", "pass", "same"), ("generic/002", "fail", "fail", "same"),
         ("generic/003", "pass", "fail", "**new failure**"), ("generic/004", "-", "-", "pending"),
         ("generic/005", "-", "fail", "pending"), ("generic/006", "notrun", "pass", "changed")])
-    tmpl = ek.repo / "mailing" / "own.tmpl"
-    tmpl.write_text("subject\n\n{summary}\n{check_table}\n@@ fstests-summary 9.9 auto-1k\n"
-                    "{base}\n{changelog}\n{range_diff}\n")
-    cmd_export.check_summarized(str(tmpl), base, ek.ids)
-    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
-    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    body = letter_body(ek, "@@ fstests-summary 9.9 auto-1k\n")
     assert ("fstests group auto (6 tests, 0 excluded by ci/fstests/ext2.exclude), distro/9.9 "
             "against series/9.9 (%s):\n- mkfs: `mkfs.ext2 -b 1024` on the test and scratch "
             "disks\n- base: 2 pass, 1 fail, 1 not run (9s of tests)\n- series: 2 pass, 3 fail, "
@@ -1291,11 +1296,7 @@ def test_a_letter_summarizes_the_check_tables_of_its_own_trees(ek):
     base = ek.rev("distro/9.9")
     summary_tables(ek, "head", ek.ids)
     tmpl = ek.repo / "mailing" / "own.tmpl"
-    tmpl.write_text("subject\n\n{summary}\n{check_table}\nEvery other check:\n\n"
-                    "@@ check-summary 9.9 head\n{base}\n{changelog}\n{range_diff}\n")
-    cmd_export.check_summarized(str(tmpl), base, ek.ids)
-    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
-    _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
+    body = letter_body(ek, "Every other check:\n\n@@ check-summary 9.9 head\n")
     assert "Every other check:\n\n- base, stress: passes on all 3 patches (3 runs here). " \
         "The base passes\n  in its 1 run.\n- kcsan, stress: passes on all 3 patches (3 runs " \
         "here). The base passes\n  in its 1 run.\nBASE" in body
@@ -1306,6 +1307,7 @@ def test_a_letter_summarizes_the_check_tables_of_its_own_trees(ek):
     summary_tables(ek, "head", reworded, suffix="-20260109-000000")
     cmd_export.check_summarized(str(tmpl), base, ek.ids)
     cmd_export.check_summarized(str(tmpl), base, reworded)
+    values = {k: k.upper() for k in cmd_export.PLACEHOLDERS}
     _, body = cmd_export.render_template(str(tmpl), values, optional=("bench",))
     assert "Every other check:\n\n- base, stress: passes on all 3 patches (6 runs here). " \
         "The base passes\n  in its 1 run.\n- kcsan, stress: passes on all 3 patches (6 runs " \
