@@ -16,14 +16,14 @@ script became one file per harness); what they say may not:
 * every records/fstests/<ver>/quick.md is what `fstests --markdown` writes
   from the records beside it (all but the fstests URL, which no record
   holds), so the records regenerate it byte for byte;
-* every guest script a store per version held at SCRIPTS_PER_VERSION (the
-  last commit with records/fstests/<ver>/scripts/) is in the one store of
-  every version, records/fstests/scripts/, with the same bytes, and every
-  script a boot names is there.
+* every guest script a boot names (by sha256) is one the kit's code
+  renders: the current kit's for its harness, or one that the scripts
+  kept at LAST_SCRIPTS (the last commit that kept them in records/) holds
+  with those bytes.
 
 And they are data: no path of the machine that made them (nor in any
-document), no program, no name that says when in the work they were made,
-each guest script once.
+document), no program (no guest script either), no name that says when in
+the work they were made.
 """
 
 import collections
@@ -53,9 +53,9 @@ OLD_LAYOUT = {"checks": "records/checks", "fstests": "records/fstests"}
 # The last commit of the move to records/.
 AFTER = "c115545357bb6089be37da833317875d4a656d66"
 NEW_LAYOUT = {"records/checks": "records/checks", "records/fstests": "records/fstests"}
-# The last commit with a store of guest scripts per version
-# (records/fstests/<ver>/scripts/); after it, one store for every version.
-SCRIPTS_PER_VERSION = "1c0943a2817cc07deb90c774dd72d0b3ef8908de"
+# The last commit that kept the guest scripts of the boots in records/
+# (records/fstests/scripts/<sha256>.sh); records hold no code since.
+LAST_SCRIPTS = "b0e7bba59ba62d5cfa10b0dab5d94dd7f872033f"
 FSTESTS = REPO / "records" / "fstests"
 
 
@@ -219,10 +219,8 @@ def text_of(rel):
 
 # an absolute path into a host's directories, where a path begins
 HOST_PATH = re.compile(r"(?<![\w.~$/-])/(?:work|tmp|home|root)/[^\s\"'`)\]]*")
-# the lock file the kit's bench command takes, and the fstests guest's
-# mark of a cut at the time limit (in its own tmpfs; the guest scripts are
-# records): the same on every machine
-SHARED_PATHS = ("/tmp/heavy.lock", "/tmp/fork-cut")
+# the lock file the kit's bench command takes: the same on every machine
+SHARED_PATHS = ("/tmp/heavy.lock",)
 
 
 def host_paths(rels):
@@ -256,15 +254,13 @@ def test_host_paths_are_found():
 
 
 def test_no_code_in_records():
-    """Records are data: no program (the bench .cmd files are the command
-    of their run; guest scripts are kept by sha256 under scripts/)."""
+    """Records are data: no program, no guest script (a boot names its
+    script by sha256); the bench .cmd files are the command of their run."""
     rels = tracked("records")
-    code = [r for r in rels if r.endswith((".py", ".pl", ".c", ".h"))
+    code = [r for r in rels if r.endswith((".py", ".pl", ".c", ".h", ".sh"))
             or (text_of(r) or "").startswith("#!") and not r.endswith(".cmd")]
     assert code == []
-    shells = [r for r in rels if r.endswith(".sh")]
-    assert shells and all(re.match(r"records/fstests/scripts/[0-9a-f]{64}\.sh$", r)
-                          for r in shells), shells
+    assert [r for r in rels if r.endswith(".cmd")]      # the scan saw the commands
 
 
 HISTORY_NAME = re.compile(r"(?i)(?:^|[-_.])(?:s\d+|stop\d*|before|sitting\w*|session\w*|"
@@ -278,68 +274,77 @@ def test_no_name_in_records_says_when_in_the_work_it_was_made():
     assert HISTORY_NAME.search("kcsan-stress-run1.json") and HISTORY_NAME.search("v3-s19")
 
 
-def test_each_boot_names_its_guest_script_kept_once():
-    """A boot's guest script is records/fstests/scripts/<sha256>.sh, in the
-    one store every version's records share, without the test list
-    (tests.json holds the tests): one file per harness however many boots
-    of however many versions ran it."""
-    named = collections.Counter()
-    versions = collections.defaultdict(set)
+def named_scripts():
+    """{sha256: [(records dir, boot)]} of every boot that names its guest
+    script."""
+    named = collections.defaultdict(list)
     for bj in FSTESTS.glob("*/*/boots.json"):
-        assert not list(bj.parent.glob("boot-*/guest-script.sh"))
         for b in json.loads(bj.read_text()):
-            if not b.get("guest_script"):
-                assert not b.get("harness") or b.get("kit") is None, (bj, b["n"])
-                continue
-            script = FSTESTS / "scripts" / (b["guest_script"] + ".sh")
-            assert fsrecord.script_path(str(bj.parent), b["guest_script"]) == str(script)
-            assert script.is_file(), (bj, b["n"], b["guest_script"])
-            text = script.read_text()
-            assert hashlib.sha256(text.encode()).hexdigest() == b["guest_script"]
-            assert b["guest_script"].startswith(b["harness"])
-            assert "fork-tests <<'FORK_EOF'\nTESTS\nFORK_EOF" in text
-            assert "( sleep 1; echo FSTESTS-TIME-LIMIT;" in text
-            named[script] += 1
-            versions[script].add(bj.parent.parent.name)
-    kept = list(FSTESTS.glob("scripts/*.sh"))
-    assert sorted(kept) == sorted(named) and sum(named.values()) > 2 * len(kept)
-    # no store per version, and a script that several versions ran, once
-    assert list(FSTESTS.glob("*/scripts")) == []
-    assert any(len(v) > 1 for v in versions.values())
-
-
-def test_the_scripts_of_the_stores_per_version_are_all_in_the_shared_one():
-    """What records/fstests/<ver>/scripts/ held at SCRIPTS_PER_VERSION,
-    every version's, is in records/fstests/scripts/, byte for byte, under
-    the same name (its sha256); and each version's boots named only
-    scripts of their own version's store then, all of which are kept."""
-    if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
-                       SCRIPTS_PER_VERSION + "^{commit}"], capture_output=True).returncode:
-        pytest.skip("commit %s is not in this clone (fetch the whole history)"
-                    % SCRIPTS_PER_VERSION[:12])
-    listing = subprocess.run(["git", "-C", str(REPO), "ls-tree", "-r", "--name-only",
-                              SCRIPTS_PER_VERSION, "records/fstests"], capture_output=True,
-                             text=True, check=True).stdout.split()
-    old = [p for p in listing if re.match(r"records/fstests/[^/]+/scripts/[0-9a-f]{64}\.sh$", p)]
-    assert len(old) == 6 and len({p.rsplit("/", 1)[1] for p in old}) == 3
-    for path in old:
-        data = subprocess.run(["git", "-C", str(REPO), "show", "%s:%s" % (SCRIPTS_PER_VERSION,
-                                                                         path)],
-                              capture_output=True, check=True).stdout
-        name = path.rsplit("/", 1)[1]
-        assert hashlib.sha256(data).hexdigest() + ".sh" == name
-        assert (FSTESTS / "scripts" / name).read_bytes() == data, path
-    for path in listing:
-        if not path.endswith("/boots.json"):
-            continue
-        ver = path.split("/")[2]
-        boots = json.loads(subprocess.run(
-            ["git", "-C", str(REPO), "show", "%s:%s" % (SCRIPTS_PER_VERSION, path)],
-            capture_output=True, text=True, check=True).stdout)
-        for b in boots:
             if b.get("guest_script"):
-                assert "records/fstests/%s/scripts/%s.sh" % (ver, b["guest_script"]) in old
-                assert (FSTESTS / "scripts" / (b["guest_script"] + ".sh")).is_file()
+                named[b["guest_script"]].append((bj.parent, b))
+            else:       # a boot of a kit that did not name its script
+                assert not b.get("harness") or b.get("kit") is None, (bj, b["n"])
+    return named
+
+
+def profile_of(recdir):
+    """The fstests profile that the record at `recdir` names (its
+    kernel.json's key), or False for one this kit does not make."""
+    key = json.loads((recdir / "kernel.json").read_text())["profile"]
+    for block_size in (None,) + tuple(fstests.BLOCK_SIZES):
+        if fstests.profile_key(fstests.make_profile(block_size)) == key:
+            return fstests.make_profile(block_size)
+    return False
+
+
+def test_each_boot_names_a_script_of_its_harness():
+    named = named_scripts()
+    assert len(named) >= 3 and sum(len(v) for v in named.values()) > 30
+    for sha, boots in named.items():
+        assert re.match(r"^[0-9a-f]{64}$", sha)
+        for recdir, b in boots:
+            assert sha.startswith(b["harness"]), (recdir, b["n"])
+            assert not list(recdir.glob("boot-*/guest-script.sh"))
+
+
+def test_each_named_script_is_one_the_kits_code_renders():
+    """A boot of the current harness names what this kit renders for its
+    record's profile; any other names a script kept at LAST_SCRIPTS,
+    whose bytes have that sha256 and are the kept form (no test list, a
+    limit of 1)."""
+    current = 0
+    for sha, boots in sorted(named_scripts().items()):
+        recdir, b = boots[0]
+        profile = profile_of(recdir)
+        if profile is not False and b["harness"] == fstests.harness_key(profile):
+            text = fstests.guest_script(["TESTS"], 1, profile)
+            assert hashlib.sha256(text.encode()).hexdigest() == sha, recdir
+            current += 1
+            continue
+        if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
+                           LAST_SCRIPTS + "^{commit}"], capture_output=True).returncode:
+            pytest.skip("commit %s is not in this clone (fetch the whole history)"
+                        % LAST_SCRIPTS[:12])
+        data = subprocess.run(["git", "-C", str(REPO), "show", "%s:records/fstests/scripts/%s.sh"
+                               % (LAST_SCRIPTS, sha)], capture_output=True, check=True).stdout
+        assert hashlib.sha256(data).hexdigest() == sha
+        assert fsrecord.script_template(data.decode()) == (data.decode(), 1)
+    assert current >= 1         # the records include boots of this very harness
+
+
+def test_a_boots_script_is_named_not_kept(tmp_path):
+    """script_identity() of a boot's full script (tests and limit) is the
+    sha256 of the text the harness key hashes, and its limit; it writes
+    nothing."""
+    profile = fstests.make_profile(1024)
+    path = tmp_path / "guest-script.sh"
+    path.write_text(fstests.guest_script(["generic/001", "generic/002"], 777, profile))
+    ident = fsrecord.script_identity(str(path))
+    assert ident["time_limit_s"] == 777
+    assert ident["guest_script"][:16] == fstests.harness_key(profile)
+    assert ident["guest_script"] == hashlib.sha256(
+        fstests.guest_script(["TESTS"], 1, profile).encode()).hexdigest()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["guest-script.sh"]
 
 
 @pytest.mark.parametrize("profile", [None, fstests.make_profile(1024)])

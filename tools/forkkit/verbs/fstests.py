@@ -43,9 +43,8 @@ Runs resume per test: the same command skips what already finished
 kernel builds while the base kernel's guest runs.
 ``--record DIR`` keeps each kernel's finished tests, boots, result.xml,
 e2fsck output and xz'd console in ``DIR/<image>-<root>-<packages>-<profile>/``
-and each guest script once in ``DIR/../scripts/``, the store every version
-beside DIR shares, after every boot, to commit (``records/fstests/<ver>``
-and ``records/fstests/scripts``; records/README.md): the same command on a
+(each boot's guest script named by its sha256, not kept) after every boot,
+to commit (``records/fstests/<ver>``; records/README.md): the same command on a
 fresh machine builds the same image (the kit's builds are reproducible),
 finds the record by that name and runs only what it lacks.  A record is only read for exactly
 that image, guest root (key and Debian package versions), fstests commit

@@ -14,19 +14,20 @@ that kernel has finished into DIR/<store>/, a directory to commit:
     tests.json    every finished test: status, seconds, message
     boots.json    every boot: tests asked and done, e2fsck of both disks,
                   kernel reports, its runner, its time (the runner's
-                  and the guest's own), its guest script (guest_script,
-                  the sha256 of DIR/../scripts/<sha256>.sh) and time limit
+                  and the guest's own), its guest script's sha256
+                  (guest_script) and time limit
     boot-<n>/     result.xml (fstests' xunit), e2fsck.txt, console.log.xz
 
-and beside DIR, in DIR/../scripts/<sha256>.sh, each guest script once: the
-script a boot ran without its test list (the tests it finished are in
-boots.json, their results in tests.json) and with the time limit its boot
-names set to 1, which is the text fstests.harness_key() hashes.  DIR is
-one kernel version's (records/fstests/<ver>), and one harness runs on
-every version: the versions share that one store (records/fstests/scripts/),
-which holds each script once however many versions' boots ran it.  Paths
-in the record are relative to the record (boot-<n>/...) or to the work
-directory.
+A record holds no code: a boot names its guest script by the sha256 of
+the script without its test list (the tests it finished are in
+boots.json, their results in tests.json) and with its time limit set to
+1, the text fstests.harness_key() hashes and that
+fstests.guest_script(["TESTS"], 1, profile) of the kit that ran it
+renders (ci/guest/scripts/ and verify/fstests.py at a commit).  The
+script itself, with its tests, stays in the work directory of the
+machine that ran it (fstests/kernels/<store>/boot-<n>/guest-script.sh).
+Paths in the record are relative to the record (boot-<n>/...) or to the
+work directory.
 
 <store> is the name of the kit's own store for that kernel
 (<image sha256[:16]>-<root key>-<root packages>-<profile>, then -kvm for
@@ -52,7 +53,7 @@ import shutil
 from ..core.errors import ForkError
 from ..core.locks import DirLock
 from ..core.paths import ensure_dir, workdir_relative
-from ..core.records import write_json, write_text
+from ..core.records import write_json
 
 # kernel.json keys that must match for a record to be read as this kernel's
 IDENTITY = ("image_sha256", "root_key", "root_packages", "profile", "fstests_commit",
@@ -196,7 +197,6 @@ def _xz(src, dest):
 # the guest script's test list (fstests.guest_script()) and its time limit
 SCRIPT_TESTS_RE = re.compile(r"(/results/fork-tests <<'FORK_EOF'\n)(.*?)(\nFORK_EOF\n)", re.S)
 SCRIPT_LIMIT_RE = re.compile(r"\( sleep (\d+); echo FSTESTS-TIME-LIMIT;")
-SCRIPTS = "scripts"
 
 
 def script_template(script):
@@ -211,31 +211,13 @@ def script_template(script):
         int(limit.group(1))
 
 
-def scripts_dir(recdir):
-    """The store of guest scripts that the record of one kernel at `recdir`
-    (DIR/<store>, DIR a version's: records/fstests/<ver>) shares with
-    every record of every version beside it: DIR/../scripts."""
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(recdir))), SCRIPTS)
-
-
-def script_path(recdir, sha):
-    """Where the guest script that a boot of the record at `recdir` names
-    (its guest_script, a sha256) is kept."""
-    return os.path.join(scripts_dir(recdir), sha + ".sh")
-
-
-def save_script(recdir, path):
-    """The guest script at `path` kept once in the scripts store of the
-    record at `recdir` (scripts_dir()); returns the boot's keys that name
-    it."""
+def script_identity(path):
+    """The boot's keys that name the guest script at `path`: the sha256 of
+    its kept form (script_template(): the text harness_key() hashes) and
+    the time limit it had.  Nothing is written: records hold no code."""
     with open(path) as fh:
         text, limit = script_template(fh.read())
-    sha = hashlib.sha256(text.encode()).hexdigest()
-    ensure_dir(scripts_dir(recdir))
-    dest = script_path(recdir, sha)
-    if not os.path.exists(dest):
-        write_text(dest, text)      # records of two kernels may keep it at once
-    return {"guest_script": sha, "time_limit_s": limit}
+    return {"guest_script": hashlib.sha256(text.encode()).hexdigest(), "time_limit_s": limit}
 
 
 def save(recdir, identity, tests, boots, forget=()):
@@ -244,7 +226,7 @@ def save(recdir, identity, tests, boots, forget=()):
     this work directory or another one) put there meanwhile stays, but
     the results of the tests in `forget` (--fresh).  The files of a boot
     made here are copied into boot-<n>/ (the console xz'd), its guest
-    script into the scripts store (scripts_dir()); paths into the work
+    script named by its sha256 (script_identity()); paths into the work
     directory become relative to it; a boot-<n> that the record holds for
     another boot is refused.  The record is read and written under its
     own lock (on its directory): two runs of one kernel may save it at
@@ -287,7 +269,7 @@ def _save(recdir, identity, tests, boots, forget):
                     copy.write(workdir_relative(fh.read()))
             script = os.path.join(b["dir"], "guest-script.sh")
             if os.path.exists(script):
-                b.update(save_script(recdir, script))
+                b.update(script_identity(script))
         elif there is not None:
             # a boot once recorded does not change: the record's entry
             # stands (its script, how it was read, its paths), whatever
