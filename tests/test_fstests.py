@@ -378,8 +378,9 @@ def test_guest_watchdog_cuts_a_test_still_running_after_the_grace(tmp_path):
         assert "generic/001" not in proc.stdout
         assert sleeps_left(mark) == ""         # nothing of the test is left running
         # found as the test check runs, not by the wait for check to end
-        # (limit 1 s, grace 1 s, its trap 3 s: 5 s, where the wait would
-        # take 42 s; the margin is for a loaded machine)
+        # (limit 1 s, grace 1 s, 1 s after SIGTERM, its trap 3 s: about
+        # 6 s, where waiting for check's end would take about 45 s; the
+        # margin is for a loaded machine)
         assert proc.seconds < 25, proc
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
@@ -392,12 +393,13 @@ def test_guest_watchdog_lets_the_running_test_finish_and_cuts_the_next(tmp_path)
     mark = "%d.%d" % (700000 + os.getpid() % 1000, os.getpid())
     try:
         proc = run_driver(watchdog_driver(tmp_path, mark, ["generic/001", "generic/002"],
-                                          grace=45))
+                                          grace=45, term_wait=40))
         out = proc.stdout
         assert out.index("FSTESTS-TIME-LIMIT") < out.index("generic/001 ok") < \
             out.index("FSTESTS-CUT\n") < out.index("report-written"), proc
         assert "rc=7" in out and sleeps_left(mark) == ""
-        # as generic/002 starts (5 s), not at the end of the 45 s grace
+        # as generic/002 starts (the run takes about 8 s), not at the end
+        # of the 45 s grace nor after waiting 40 s for check's end
         assert proc.seconds < 25, proc
     finally:
         subprocess.run(["pkill", "-KILL", "-f", "sleep %s" % mark])
@@ -1161,6 +1163,10 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
         assert not list(d.glob("boot-1/*.sh")) and not list(rec.parent.glob("**/*.sh"))
         script = fstests.guest_script(["TESTS"], 1)
         assert hashlib.sha256(script.encode()).hexdigest() == boot["guest_script"]
+        # and the kit checkout whose code renders it
+        assert boot["kit_commit"]["commit"] == subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+            text=True).stdout.strip() and isinstance(boot["kit_commit"]["dirty"], bool)
         assert boot["time_limit_s"] >= 60
         kept = Path(os.environ["FORK_WORKDIR"], "fstests", "kernels", name, "boot-1",
                     "guest-script.sh").read_text()

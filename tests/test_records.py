@@ -309,9 +309,10 @@ def test_each_boot_names_a_script_of_its_harness():
 
 def test_each_named_script_is_one_the_kits_code_renders():
     """A boot of the current harness names what this kit renders for its
-    record's profile; any other names a script kept at LAST_SCRIPTS,
-    whose bytes have that sha256 and are the kept form (no test list, a
-    limit of 1)."""
+    record's profile; one of an older harness names a script kept at
+    LAST_SCRIPTS, whose bytes have that sha256 and are the kept form (no
+    test list, a limit of 1), or names the clean kit commit of this
+    repository whose code renders it."""
     current = 0
     for sha, boots in sorted(named_scripts().items()):
         recdir, b = boots[0]
@@ -325,8 +326,17 @@ def test_each_named_script_is_one_the_kits_code_renders():
                            LAST_SCRIPTS + "^{commit}"], capture_output=True).returncode:
             pytest.skip("commit %s is not in this clone (fetch the whole history)"
                         % LAST_SCRIPTS[:12])
-        data = subprocess.run(["git", "-C", str(REPO), "show", "%s:records/fstests/scripts/%s.sh"
-                               % (LAST_SCRIPTS, sha)], capture_output=True, check=True).stdout
+        kept = subprocess.run(["git", "-C", str(REPO), "show", "%s:records/fstests/scripts/%s.sh"
+                               % (LAST_SCRIPTS, sha)], capture_output=True)
+        if kept.returncode:
+            for recdir, b in boots:
+                kit = b.get("kit_commit") or {}
+                assert kit.get("commit") and kit.get("dirty") is False, \
+                    ("no code renders the script of", recdir, b["n"])
+                assert subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
+                                       kit["commit"] + "^{commit}"]).returncode == 0
+            continue
+        data = kept.stdout
         assert hashlib.sha256(data).hexdigest() == sha
         assert fsrecord.script_template(data.decode()) == (data.decode(), 1)
     assert current >= 1         # the records include boots of this very harness

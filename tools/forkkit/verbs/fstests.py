@@ -133,9 +133,9 @@ def add_arguments(p):
     p.add_argument("--fresh", action="store_true",
                    help="forget the finished tests of this run and start again")
     p.add_argument("--record", metavar="DIR",
-                   help="keep each kernel's finished tests in DIR/<kernel store>/ and the "
-                        "guest scripts in DIR/../scripts/, shared with the versions beside "
-                        "DIR (a directory to commit, e.g. records/fstests/<ver>) and "
+                   help="keep each kernel's finished tests in DIR/<kernel store>/, each "
+                        "boot's guest script named by its sha256 and the kit's commit "
+                        "(a directory to commit, e.g. records/fstests/<ver>) and "
                         "continue from what DIR holds: runs on other machines resume there")
     p.add_argument("--json", help="also write the JSON of every test to this file")
     p.add_argument("--markdown", help="also write the markdown table to this file")

@@ -23,6 +23,7 @@ from ..repo.git import rev_parse
 from ..repo.patchfile import patch_id_of_commit
 from ..repo.series import default_revs
 from . import benchlib
+from .kernel import kit_version  # noqa: F401 (frag and scale take it from here)
 
 SMP = 2
 MEM = "2048"
@@ -254,18 +255,6 @@ def qemu_version():
         return None
     proc = run([exe, "--version"], check=False)
     return (proc.stdout or "").splitlines()[0] if proc.stdout else None
-
-
-def kit_version():
-    """The commit of the kit that runs (the checkout this package is in, which
-    need not be $FORK_REPO: a kit pinned in a worktree of its own may run on
-    the project's repository), and whether that checkout has changes."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    proc = run(["git", "-C", here, "rev-parse", "HEAD"], check=False)
-    head = (proc.stdout or "").strip() or None
-    dirty = run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                check=False)
-    return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
 
 
 def as_run_cmd(opts):

@@ -27,7 +27,7 @@ from ..guest.qemu import failure_message, qemu_binary, run_guest
 from ..repo.git import rev_parse
 from ..repo.series import PRIMARY, Series
 from . import fsrecord, fstests
-from .kernel import kit_key, tool_version
+from .kernel import kit_key, kit_version, tool_version
 
 # seconds a boot gets beyond the test time limit: boot, mkfs, report, power off
 BOOT_MARGIN = 600
@@ -701,6 +701,7 @@ def boot(side, kernel, tests, budget, store, root, prog, done, total, n, config,
             "tests": sorted(records), "tests_asked": len(tests), "tests_done": len(records), "limit": limit_hit,
             "cut": cut,
             "error": error, "kernel_reports": res.problems[:20], "e2fsck": fsck,
-            "harness": fstests.harness_key(profile), "kit": kit_key(), "xunit_notes": xunit_notes,
+            "harness": fstests.harness_key(profile), "kit": kit_key(), "kit_commit": kit_version(),
+            "xunit_notes": xunit_notes,
             "kernel_config": config_sha, "accel": guest_accel,
             "xunit": xml if os.path.exists(xml) else None, "records": records}

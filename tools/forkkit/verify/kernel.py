@@ -83,6 +83,19 @@ def kit_key():
     return _KIT_KEY
 
 
+@functools.lru_cache(maxsize=None)
+def kit_version():
+    """The commit of the kit that runs (the checkout this package is in, which
+    need not be $FORK_REPO: a kit pinned in a worktree of its own may run on
+    the project's repository), and whether that checkout has changes: where
+    the code that made a record is, when `dirty` is false.  Asked once."""
+    proc = run(["git", "-C", KIT_DIR, "rev-parse", "HEAD"], check=False)
+    head = (proc.stdout or "").strip() or None
+    dirty = run(["git", "-C", KIT_DIR, "status", "--porcelain", "--untracked-files=no"],
+                check=False)
+    return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
+
+
 # The host programs behind a verdict: (what, program, version option).
 HOST_TOOLS = (("qemu", "qemu-system-x86_64", "--version"), ("e2fsprogs", "e2fsck", "-V"),
               ("e2fsprogs", "mke2fs", "-V"), ("e2fsprogs", "dumpe2fs", "-V"))
