@@ -170,8 +170,6 @@ def _fstests_records(root):
     top = os.path.join(root, "records", "fstests")
     out = []
     for ver in sorted(os.listdir(top)) if os.path.isdir(top) else []:
-        if ver == fsrecord.SCRIPTS:
-            continue            # the guest scripts every version's boots name
         vdir = os.path.join(top, ver)
         for store in sorted(os.listdir(vdir)) if os.path.isdir(vdir) else []:
             meta_path = os.path.join(vdir, store, "kernel.json")
