@@ -3,6 +3,7 @@ record (records/frag/<id>.json) that names what ran and that BENCHMARKS.md
 renders."""
 
 import json
+import os
 import types
 
 import pytest
@@ -228,3 +229,32 @@ def test_summary_ratios_near_one_keep_three_decimals():
     lines = docs.d_bench_steps(str(ROOT), None, "20261206-225824-each-icount", "only=inode")
     assert "| 0.995-1.002 [0.957..1.049] |" in lines[2]
     assert any(l.startswith("Not judged by the kit: inode (too short") for l in lines)
+
+
+def test_kit_version_is_dirty_for_the_kits_code_alone(tmp_path, monkeypatch):
+    """`dirty` says whether the code that ran (tools/, ci/, a new file
+    there too) differed from the commit; a record or document the run
+    itself changes (fstests --record rewrites tracked records) does not
+    make it dirty."""
+    import subprocess
+    from forkkit.verify import kernel
+    top = tmp_path / "checkout"
+    for rel in ("tools/forkkit/a.py", "ci/guest/x.sh", "records/r.json", "README.md"):
+        (top / rel).parent.mkdir(parents=True, exist_ok=True)
+        (top / rel).write_text("1\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@localhost",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@localhost")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(top)] + cmd, check=True, env=env)
+    head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    monkeypatch.setattr(kernel, "KIT_DIR", str(top / "tools" / "forkkit"))
+    assert kernel._kit_version() == {"commit": head, "dirty": False}
+    (top / "records" / "r.json").write_text("2\n")
+    (top / "README.md").write_text("2\n")
+    assert kernel._kit_version() == {"commit": head, "dirty": False}
+    (top / "ci" / "guest" / "new.sh").write_text("new\n")
+    assert kernel._kit_version()["dirty"] is True
+    (top / "ci" / "guest" / "new.sh").unlink()
+    (top / "tools" / "forkkit" / "a.py").write_text("2\n")
+    assert kernel._kit_version()["dirty"] is True

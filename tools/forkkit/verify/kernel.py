@@ -83,17 +83,32 @@ def kit_key():
     return _KIT_KEY
 
 
-@functools.lru_cache(maxsize=None)
+# The kit's code and the guest side it renders scripts from, in its checkout.
+KIT_PATHS = ("tools", "ci")
+
+
+def _kit_version():
+    top = os.path.dirname(os.path.dirname(KIT_DIR))
+    proc = run(["git", "-C", top, "rev-parse", "HEAD"], check=False)
+    head = (proc.stdout or "").strip() or None
+    dirty = run(["git", "-C", top, "status", "--porcelain", "--"] + list(KIT_PATHS),
+                check=False)
+    return {"commit": head, "dirty": head is None or bool((dirty.stdout or "").strip())}
+
+
+# Asked once, when the kit is loaded, as _KIT_KEY: a record names the
+# checkout whose code ran, not what was committed while it ran.
+_KIT_VERSION = _kit_version()
+
+
 def kit_version():
     """The commit of the kit that runs (the checkout this package is in, which
     need not be $FORK_REPO: a kit pinned in a worktree of its own may run on
-    the project's repository), and whether that checkout has changes: where
-    the code that made a record is, when `dirty` is false.  Asked once."""
-    proc = run(["git", "-C", KIT_DIR, "rev-parse", "HEAD"], check=False)
-    head = (proc.stdout or "").strip() or None
-    dirty = run(["git", "-C", KIT_DIR, "status", "--porcelain", "--untracked-files=no"],
-                check=False)
-    return {"commit": head, "dirty": bool((dirty.stdout or "").strip())}
+    the project's repository), and whether its code (KIT_PATHS: tools/ and
+    ci/, untracked files included) differed from that commit when the kit
+    was loaded: where the code that made a record is, when `dirty` is
+    false.  Records and documents of the checkout do not count."""
+    return dict(_KIT_VERSION)
 
 
 # The host programs behind a verdict: (what, program, version option).
