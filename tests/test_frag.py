@@ -146,7 +146,7 @@ def test_kit_version_names_the_running_kit_not_the_project_repo(kit):
     """bench and frag records name the kit that ran: this checkout, even
     when $FORK_REPO (here the test's scratch repository) is another one."""
     import subprocess
-    from forkkit.verify.bench import kit_version
+    from forkkit.verify.kernel import kit_version
     mine = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout.strip()
     theirs = subprocess.run(["git", "-C", str(kit.repo), "rev-parse", "HEAD"],

@@ -37,7 +37,7 @@ from ..repo.git import git
 from ..repo.series import default_revs
 from ..verify import frag as fraglib
 from ..verify import kernel
-from ..verify.bench import kit_version, qemu_version
+from ..verify.bench import qemu_version
 
 HELP = "compare blocks-per-file fragmentation of the seed workload between revisions"
 
@@ -105,7 +105,7 @@ def main(args):
                                                     s["mean_blocks_per_fragment"]))
     doc = {
         "id": run_id, "command": as_run(args, revs), "reps": args.reps,
-        "kit": dict(kit_version(), key=kernel.kit_key()), "qemu": qemu_version(),
+        "kit": dict(kernel.kit_version(), key=kernel.kit_key()), "qemu": qemu_version(),
         "tools": kernel.tool_versions(),
         "guest": "QEMU TCG (multi-threaded), 2 vCPUs, 2048 MiB",
         "script_sha256": fraglib.sha256_text(script),

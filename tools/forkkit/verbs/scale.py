@@ -42,7 +42,8 @@ from ..core.proc import run
 from ..core.records import read_json, write_json
 from ..repo.series import Series
 from ..verify import scale as scalelib
-from ..verify.bench import kit_version, qemu_version
+from ..verify.bench import qemu_version
+from ..verify.kernel import kit_version
 
 HELP = "the same checks and fstests with 1 guest slot and with N: same verdicts, wall times"
 

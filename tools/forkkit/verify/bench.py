@@ -23,7 +23,7 @@ from ..repo.git import rev_parse
 from ..repo.patchfile import patch_id_of_commit
 from ..repo.series import default_revs
 from . import benchlib
-from .kernel import kit_version  # noqa: F401 (frag and scale take it from here)
+from .kernel import kit_version
 
 SMP = 2
 MEM = "2048"
