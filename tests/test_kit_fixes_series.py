@@ -4,7 +4,6 @@ other filesystems and the disk cache mode."""
 
 import shutil
 import struct
-import subprocess
 
 import pytest
 

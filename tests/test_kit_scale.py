@@ -5,7 +5,6 @@ gets, the order turned round per round, verdicts compared, a job that
 gives none, the ratios, the record and its rendering in the documents."""
 
 import json
-import os
 import subprocess
 
 import pytest

@@ -348,11 +348,11 @@ def report(root=None, base_url=None, series_list=None):
         env = _environment([run.get("accel") or row.get("accel") or "tcg"
                             for (_, run), (_, row) in zip(cell["runs"], cell["rows"])])
         for _, row in cell["rows"]:
-            for run in runs_of(row):
-                sha = run.get("image_sha256") or row.get("image_sha256")
+            for one in runs_of(row):
+                sha = one.get("image_sha256") or row.get("image_sha256")
                 if sha:
                     b = build_of(commit, sha, flavour)
-                    b["_values"].append(run.get("cells", {}).get("build"))
+                    b["_values"].append(one.get("cells", {}).get("build"))
                     b["misc"].update({k: row[k] for k in ("kit", "config_key", "image")
                                       if row.get(k)})
                     sparse = (row.get("details") or {}).get("sparse")

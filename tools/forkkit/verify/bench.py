@@ -12,7 +12,7 @@ import time
 
 from ..build.kbuild import build
 from ..core.errors import ForkError
-from ..core.paths import (check_output_dir, ensure_dir, ktree, repo_root, workdir_relative,
+from ..core.paths import (check_output_dir, ensure_dir, ktree, workdir_relative,
                           wpath)
 from ..core.progress import Progress
 from ..core.proc import run, which
