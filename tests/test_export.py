@@ -556,6 +556,13 @@ def test_v2_with_changelog_and_range_diff_on_a_fresh_tree(ek, send_email):
     assert_nothing_written(ek, 2)
     cl = ek.repo / "mailing" / "changelog"
     cl.mkdir()
+    # a heading of its own would stand under export's "Changes in v2:"
+    (cl / "v2.md").write_text("Changes since v1:\n\n- ext2: scale inode allocation\n")
+    res = ek.fork("export")
+    assert res.rc == 1
+    assert "mailing/changelog/v2.md starts with the heading 'Changes since v1:'" in res.err
+    assert "delete that line" in res.err and "Traceback" not in res.err
+    assert_nothing_written(ek, 2)
     (cl / "v2.md").write_text("- ext2: scale inode allocation: reworked (Rita)\n")
     res = ek.fork("export")
     assert res.rc == 0, res
@@ -1382,3 +1389,20 @@ def test_a_letter_summarizing_other_trees_is_refused_in_one_line(ek):
     assert len(err) == 1 and "summarizes tables that did not check the series" in err[0], err
     assert "Traceback" not in res.err
     assert_nothing_written(ek, 1)
+
+
+def test_changelog_problem_and_the_repository_changelogs():
+    """A changelog is the list alone: export writes "Changes in vN:" above
+    it.  Every changelog this repository holds must pass."""
+    from forkkit.publish.export import changelog_problem
+    assert changelog_problem(3, "- Split.\n") is None
+    assert changelog_problem(3, "Changes since v2 (on 6.12):\n\n- Split.\n").startswith(
+        "starts with the heading")
+    assert changelog_problem(3, "Changes in v3:\n- Split.\n") is not None
+    assert changelog_problem(3, "- Changes since v2: none in patch 1\n") is None
+    assert changelog_problem(3, "\n") == "is empty"
+    found = sorted((ROOT / "mailing").rglob("changelog/v*.md"))
+    assert found
+    for path in found:
+        n = int(re.match(r"v(\d+)\.md$", path.name).group(1))
+        assert changelog_problem(n, path.read_text()) is None, path

@@ -521,6 +521,19 @@ def base_text(info, base):
         ("SHA256:", info["SHA256"] + " (tarball)")])
 
 
+def changelog_problem(n, text):
+    """What is wrong with the text of the changelog of v<n>, or None.  It
+    is the list of changes alone: export writes its "Changes in v<n>:"
+    line above it, so a heading of its own would come out twice."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if not first:
+        return "is empty"
+    if re.match(r"(?i)changes\b.*\bv\d+\b.*:\s*$", first):
+        return ("starts with the heading %r: export writes \"Changes in v%d:\" itself; "
+                "delete that line" % (first, n))
+    return None
+
+
 def changelog_text(n, path, prev_msgid):
     with open(path) as fh:
         text = fh.read().strip()

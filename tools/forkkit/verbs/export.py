@@ -84,8 +84,9 @@ from ..core.errors import ForkError
 from ..core.paths import check_output_dir, ensure_dir, ktree, wpath
 from ..core.progress import Progress
 from ..publish.export import (am_roundtrip, b4_roundtrip, base_info, base_text, bench_text,
-                              changelog_text, check_address, check_measured, check_rows,
-                              check_signoff, check_summarized, check_text, checkpatch,
+                              changelog_problem, changelog_text, check_address,
+                              check_measured, check_rows, check_signoff, check_summarized,
+                              check_text, checkpatch,
                               cover_template, fill_cover,
                               format_patch, header, identity, is_placeholder, mail_commits,
                               mix_in_letter,
@@ -194,6 +195,9 @@ def export(args, out=print):
             raise ForkError("v%d needs a changelog: write %s (what changed since v%d, one "
                             "`- ...` line per change, crediting reviewers), then export again"
                             % (n, rel(changelog), n - 1))
+        problem = changelog_problem(n, open(changelog).read())
+        if problem:
+            raise ForkError("%s %s" % (rel(changelog), problem))
         prev = versions.get(n - 1)
         if prev is None:
             raise ForkError("cannot make the range-diff against v%d: v%d is not recorded in "
