@@ -1190,7 +1190,8 @@ def test_an_ab_run_must_be_base_against_head_and_a_letter_only_checkable_lines(e
 
 # -- @@ fstests-summary: an fstests run of the base and the head ---------------------
 
-def fstests_md(ek, name, base, head, rows):
+def fstests_md(ek, name, base, head, rows,
+               e2fsck="clean (2 boots, test and scratch disks)"):
     """records/fstests/9.9/<name>.md as `fstests --markdown` writes it, of
     `base` and `head` (commits), rows [(test, base, series, verdict)]."""
     d = ek.repo / "records" / "fstests" / KVER
@@ -1203,7 +1204,7 @@ def fstests_md(ek, name, base, head, rows):
             "- selection: group auto (%d tests, 0 excluded by ci/fstests/ext2.exclude)"
             % len(rows),
             "- mkfs: `mkfs.ext2 -b 1024` on the test and scratch disks",
-            "- e2fsck -fn after each boot: clean (2 boots, test and scratch disks)",
+            "- e2fsck -fn after each boot: %s" % e2fsck,
             "- kernel reports in the consoles: 1 kind of line (0 on the base, 1 on the "
             "series)",
             "- reproduce: `tools/fork fstests distro/9.9 series/9.9 --group auto`", "",
@@ -1250,6 +1251,23 @@ def test_a_letter_summarizes_an_fstests_run_of_its_kernels(ek):
     # a mail's columns
     assert all(len(l) <= 72 for l in body[body.index("fstests group"):].splitlines()
                if " " in l.strip())
+
+
+def test_a_letter_names_no_work_directory_path_in_the_e2fsck_findings(ek):
+    """The run's e2fsck line names each finding's output by its place in the
+    work directory of the machine that ran it; the letter keeps the
+    findings and leaves those paths out."""
+    found = ("boot series 2: scratch e2fsck -fn exit 4 (fstests/kernels/0468ea733f40c0b6-"
+             "0a559d79f76748e3-5dc2ed09-05cb085c/boot-2/e2fsck.txt); boot series 2: test "
+             "e2fsck -fn exit 0 but superblock state: not clean (fstests/kernels/0468ea733f40"
+             "c0b6-0a559d79f76748e3-5dc2ed09-05cb085c/boot-2/e2fsck.txt)")
+    fstests_md(ek, "auto", ek.rev("distro/9.9"), ek.ids[-1],
+               [("generic/001", "pass", "pass", "same")], e2fsck=found)
+    body = letter_body(ek, "@@ fstests-summary 9.9 auto\n")
+    text = " ".join(body.split())
+    assert "fstests/kernels/" not in body
+    assert ("- e2fsck -fn after each boot: boot series 2: scratch e2fsck -fn exit 4; boot "
+            "series 2: test e2fsck -fn exit 0 but superblock state: not clean - kernel") in text
 
 
 @pytest.mark.parametrize("which", ["base", "series"])

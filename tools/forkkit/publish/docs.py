@@ -606,7 +606,11 @@ def d_fstests_summary(root, ctx, ver, name):
                    % ", ".join(failed_pending))
     for key in ("e2fsck -fn after each boot", "kernel reports in the consoles"):
         if key in facts:
-            out.append("- %s: %s" % (key, facts[key]))
+            # a boot's e2fsck output is named by its place in the work
+            # directory of the machine that ran it: nothing a reader of the
+            # letter can open, so the letter leaves it out
+            out.append("- %s: %s" % (key, re.sub(r" \(fstests/kernels/[^()\s]*\)", "",
+                                                 facts[key])))
     if "reproduce" in facts:
         out.append("- reproduce: %s" % facts["reproduce"])
     # a mail's 72 columns (a long path stays whole)
