@@ -1266,8 +1266,19 @@ def test_a_letter_names_no_work_directory_path_in_the_e2fsck_findings(ek):
     body = letter_body(ek, "@@ fstests-summary 9.9 auto\n")
     text = " ".join(body.split())
     assert "fstests/kernels/" not in body
+    assert "- new failures on the series: none\n" in body
     assert ("- e2fsck -fn after each boot: boot series 2: scratch e2fsck -fn exit 4; boot "
             "series 2: test e2fsck -fn exit 0 but superblock state: not clean - kernel") in text
+
+
+def test_a_letter_says_none_so_far_while_tests_are_pending(ek):
+    """No new failure among the tests run on both kernels is not yet the
+    run's result while others are pending."""
+    fstests_md(ek, "auto", ek.rev("distro/9.9"), ek.ids[-1],
+               [("generic/001", "pass", "pass", "same"), ("generic/002", "-", "pass", "pending")])
+    body = letter_body(ek, "@@ fstests-summary 9.9 auto\n")
+    assert "- new failures on the series: none so far\n" in body
+    assert "- 1 of 2 tests have yet to run on one kernel or both" in body
 
 
 @pytest.mark.parametrize("which", ["base", "series"])

@@ -597,7 +597,10 @@ def d_fstests_summary(root, ctx, ver, name):
         out.append("- %s: %s pass, %s fail, %s not run (%s of tests)" % (side, p, f, n, t))
     out.append("- verdicts: %s" % ", ".join("%d %s" % (n, v) for v, n in sorted(
         verdicts.items(), key=lambda vn: (-vn[1], vn[0]))))
-    out.append("- new failures on the series: %s" % (", ".join(new) if new else "none"))
+    # none of the tests that have run on both kernels; while tests are
+    # pending that is not yet the run's result
+    out.append("- new failures on the series: %s" % (
+        ", ".join(new) if new else "none so far" if pending else "none"))
     if pending:
         out.append("- %d of %d tests have yet to run on one kernel or both: the run is not "
                    "finished" % (pending, len(rows)))
