@@ -1126,6 +1126,49 @@ def test_a_letter_naming_a_run_of_other_changes_is_refused(ek):
         cmd_export.check_measured(str(tmpl), base, ek.ids)
 
 
+def test_a_run_on_the_same_kernel_images_is_tied_to_the_series_by_them(ek):
+    """A record without ids whose commits this tree lacks, but whose kernels
+    are, by sha256, the images the committed check tables record for a
+    series commit and its parent (the same flavour): tied to that commit,
+    with a note that says how.  Images of no such pair stay unchecked."""
+    from forkkit.publish import export as cmd_export
+    base = ek.rev("distro/9.9")
+    tmpl = ek.repo / "mailing" / "own.tmpl"
+    tmpl.write_text("subject\n@@ bench-steps 20260104-000000-each\n")
+    chain = [base] + ek.ids
+    image = {c: "%064x" % (n + 7) for n, c in enumerate(chain)}
+    table = ek.repo / "records" / "checks" / KVER / ek.ids[-1][:12] / "base-smoke.json"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_text(json.dumps([{"commit": c, "tree": ek.rev(c + "^{tree}"),
+                                  "flavour": "base", "image_sha256": image[c]}
+                                 for c in chain]))
+    gone = ["%040x" % n for n in range(1, 4)]
+
+    def record(images, flavour="base"):
+        each_record(ek, "20260104-000000-each", gone)
+        rec = ek.repo / "records" / "bench" / "20260104-000000-each.json"
+        doc = json.loads(rec.read_text())
+        for k, img in zip(("K0", "K1", "K2"), images):
+            doc["kernels"][k].update(image_sha256=img, flavour=flavour)
+        rec.write_text(json.dumps(doc))
+        return cmd_export.check_measured(str(tmpl), base, ek.ids)
+
+    # K0..K2 built as the series' first three commits (base and two patches)
+    notes = record([image[c] for c in chain[:3]])
+    assert len(notes) == 2
+    for n, (c, parent) in enumerate(zip(chain[1:3], chain[:2])):
+        assert notes[n].startswith('"s%d" (%s) was measured on kernel images identical to '
+                                   "this series' builds of %s and its parent (sha256 %s and %s"
+                                   % (n + 1, gone[n + 1][:12], c[:12], image[c][:12],
+                                      image[parent][:12])), notes[n]
+    # the same images under another flavour's config: not the same builds
+    assert all("could not be checked" in n for n in record([image[c] for c in chain[:3]],
+                                                             flavour="kasan"))
+    # a step from the base's image to the second patch's is no step of the series
+    notes = record([image[base], image[ek.ids[1]], image[ek.ids[2]]])
+    assert "could not be checked" in notes[0] and "identical" in notes[1]
+
+
 def test_a_run_this_tree_cannot_check_is_a_note_not_a_pass(ek):
     """A record without patch ids whose commits this tree lacks (made
     elsewhere by an older kit) is neither refused nor taken as checked; with

@@ -816,7 +816,9 @@ def measured_changes(root, directive, args):
     --each run {"step": commit, "parent": its parent, "patch_id", "tree",
     "parent_tree"} (each None when the record lacks it); for each kernel of
     an A/B bench run {"tree": commit, "id": tree id or None, "role": "A" or
-    "B"}; for each revision of a frag run the same with role "frag"."""
+    "B"}; for each revision of a frag run the same with role "frag".  A
+    step also names the flavour and the image sha256 of both its kernels
+    ("flavour", "image", "parent_image"; None where not recorded)."""
     out = []
     if directive in ("bench", "bench-facts", "bench-locks", "bench-steps"):
         for run in (args[:1] if directive in ("bench", "bench-facts") else
@@ -830,7 +832,10 @@ def measured_changes(root, directive, args):
                         out.append({"step": st["commit"], "subject": kb.get("subject"),
                                     "parent": ka["commit"],
                                     "patch_id": kb.get("patch_id"), "tree": kb.get("tree"),
-                                    "parent_tree": ka.get("tree")})
+                                    "parent_tree": ka.get("tree"),
+                                    "flavour": kb.get("flavour"),
+                                    "image": kb.get("image_sha256"),
+                                    "parent_image": ka.get("image_sha256")})
             else:
                 out += [{"tree": k["commit"], "id": k.get("tree"), "role": label.split("-")[0]}
                         for label, k in sorted(kernels.items())

@@ -6,6 +6,7 @@ versions."""
 
 import email.charset
 import email.header
+import glob
 import json
 import mailbox
 import os
@@ -672,6 +673,25 @@ def uses_bench(path):
         return "{bench}" in "".join(l for l in fh if not l.startswith("#"))
 
 
+def recorded_images():
+    """{(flavour, image sha256): {tree}} of every row of the committed check
+    tables (records/checks/): which trees the kit built into which kernel
+    image.  Its builds are reproducible, so an image is the build of those
+    trees under that flavour's config."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(repo_root(), "records", "checks", "*", "*",
+                                              "*.json"))):
+        try:
+            with open(path) as fh:
+                rows = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and row.get("tree") and row.get("image_sha256"):
+                out.setdefault((row.get("flavour"), row["image_sha256"]), set()).add(row["tree"])
+    return out
+
+
 def check_measured(path, base, commits):
     """Every run the template's `@@` lines name measured this series.  Each
     step of an --each run: the change of one of `commits` on the very trees
@@ -688,7 +708,25 @@ def check_measured(path, base, commits):
     tree_of = {c: git(["rev-parse", c + "^{tree}"]) for c in [base] + list(commits)}
     trees = set(tree_of.values())
     changes = {patch_id_of_commit(c) for c in commits}
+    # each commit of the series with its parent's tree
+    steps = list(zip(commits, [tree_of[c] for c in [base] + list(commits)[:-1]]))
+    images = None
     notes = []
+
+    def same_images(what):
+        """The series commit whose build and whose parent's build are, byte
+        for byte, the two kernel images the step measured, or None."""
+        nonlocal images
+        if not (what.get("image") and what.get("parent_image")):
+            return None
+        if images is None:
+            images = recorded_images()
+        built = images.get((what.get("flavour"), what["image"]), set())
+        parent_built = images.get((what.get("flavour"), what["parent_image"]), set())
+        for c, parent_tree in steps:
+            if tree_of[c] in built and parent_tree in parent_built and tree_of[c] != parent_tree:
+                return c
+        return None
 
     def have(commit):
         return git_ok(["cat-file", "-e", commit + "^{commit}"])
@@ -712,7 +750,13 @@ def check_measured(path, base, commits):
                 if t in trees and pt in trees and t != pt:
                     continue
                 pid = what["patch_id"] or (patch_id_of_commit(commit) if have(commit) else None)
-                if pid is None:
+                same = same_images(what) if pid is None else None
+                if same:
+                    notes.append("%s was measured on kernel images identical to this series' "
+                                 "builds of %s and its parent (sha256 %s and %s, as its check "
+                                 "tables record them)" % (name, same[:12], what["image"][:12],
+                                                          what["parent_image"][:12]))
+                elif pid is None:
                     notes.append("%s could not be checked against this series here (its "
                                  "record has no patch or tree id and this tree lacks commit "
                                  "%s)" % (name, commit[:12]))
