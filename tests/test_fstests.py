@@ -1211,6 +1211,35 @@ def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
     assert sorted(p.name for p in rec.parent.iterdir()) == [rec.name]
 
 
+def test_no_boot_reports_what_the_record_holds(pipeline, tmp_path, capsys):
+    """--no-boot writes the report of the recorded results, pending tests
+    and all, without a boot; its reproduce line is the command that runs
+    them.  With --fresh it would only forget: refused."""
+    rec = tmp_path / "records" / "fstests" / "7.3"
+    tests = ["generic/001", "generic/002", "generic/013"]
+    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
+                            "series-7.3.bzImage": {"generic/002": "notrun"}}
+    pipeline["stop_after"] = 1
+    assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 3
+    shutil.rmtree(os.environ["FORK_WORKDIR"])          # on another machine
+    boots = len(pipeline["boots"])
+    md = tmp_path / "report.md"
+    capsys.readouterr()
+    assert run_main(*tests, "--time-limit", "600", "--record", str(rec), "--no-boot",
+                    "--markdown", str(md)) == 3
+    out = capsys.readouterr()
+    assert len(pipeline["boots"]) == boots
+    assert "run the same command without --no-boot to continue" in out.err
+    text = md.read_text()
+    assert re.search(r"\| generic/001 \| pass \| pass \|", text), text
+    assert re.search(r"\| generic/013 \| - \| - \|.*\| pending \|", text), text
+    assert "- reproduce: `tools/fork fstests distro/7.3 series/7.3 --time-limit 600 --record " \
+           "%s generic/001 generic/002 generic/013`" % rec in text
+    res = run_main(*tests, "--record", str(rec), "--no-boot", "--fresh")
+    assert res == 1 and "--fresh with --no-boot" in capsys.readouterr().err
+    assert len(json.loads((stores(rec)[0] / "tests.json").read_text())) == 1
+
+
 def test_a_recorded_boot_stays_as_the_record_has_it(pipeline, tmp_path):
     """The next boot of a kernel rewrites its boots.json: a boot it already
     held keeps the record's entry (edited there, or written by an older

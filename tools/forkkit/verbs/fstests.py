@@ -70,6 +70,11 @@ left them; it has no result and the next run runs it.  fstests
 comes from ci/fstests/source.conf (URL and commit; $FORK_FSTESTS_URL
 overrides), recorded in every result.
 
+``--no-boot`` boots nothing and writes the report of what the kernels'
+stores and the --record directory hold, as a run that found nothing left
+to run would: a series head that only rewords logs builds the same image,
+so its report shows the recorded results under the new head's name.
+
 ``--runner lava`` boots each shard's guest through LAVA (``lava-run``,
 Debian's lava-dispatcher, as root) on a job the kit writes, ``--runner
 lava-server`` through a LAVA server's worker (``tools/fork lava up``):
@@ -137,6 +142,11 @@ def add_arguments(p):
                         "boot's guest script named by its sha256 and the kit's commit "
                         "(a directory to commit, e.g. records/fstests/<ver>) and "
                         "continue from what DIR holds: runs on other machines resume there")
+    p.add_argument("--no-boot", action="store_true",
+                   help="boot nothing: write the report (--markdown, --json) of what the "
+                        "kernels' stores and --record hold, the kernels built (or found "
+                        "built) to find their results by image; the report's reproduce "
+                        "line is the command without --no-boot")
     p.add_argument("--json", help="also write the JSON of every test to this file")
     p.add_argument("--markdown", help="also write the markdown table to this file")
 

@@ -99,6 +99,10 @@ def run_fstests(args):
         raise ForkError("give either --group or test names, not both")
     if args.time_limit < 0:
         raise ForkError("--time-limit must be a number of seconds >= 0 (0: no limit)")
+    no_boot = getattr(args, "no_boot", False)
+    if no_boot and args.fresh:
+        raise ForkError("--fresh with --no-boot would only forget results: leave one of them "
+                        "out")
     for path, what in ((args.json, "JSON file"), (args.markdown, "markdown file")):
         if path:
             check_output_path(path, what)
@@ -201,7 +205,7 @@ def run_fstests(args):
             seconds = recorded_seconds(record_tops(args.record), guest_accel)
             while True:
                 todo = [t for t in chosen if t not in results[side]]
-                if not todo:
+                if not todo or no_boot:
                     break
                 if deadline is not None:
                     budget = (deadline - time.monotonic()) / (len(SIDES) - n)
@@ -284,7 +288,7 @@ def run_fstests(args):
         return 1
     if pending:
         prog.say("incomplete: %d tests have not run on both kernels yet; run the same command "
-                 "again to continue" % len(pending))
+                 "%s to continue" % (len(pending), "without --no-boot" if no_boot else "again"))
         return 3
     prog.say("no new failures")
     return 0
