@@ -1229,7 +1229,8 @@ def test_no_boot_reports_what_the_record_holds(pipeline, tmp_path, capsys):
                     "--markdown", str(md)) == 3
     out = capsys.readouterr()
     assert len(pipeline["boots"]) == boots
-    assert "run the same command without --no-boot to continue" in out.err
+    assert "(in the stores of TCG guests through qemu: FORK_ACCEL and --runner name others); " \
+           "run the same command without --no-boot to continue" in out.err
     text = md.read_text()
     assert re.search(r"\| generic/001 \| pass \| pass \|", text), text
     assert re.search(r"\| generic/013 \| - \| - \|.*\| pending \|", text), text
@@ -1238,6 +1239,23 @@ def test_no_boot_reports_what_the_record_holds(pipeline, tmp_path, capsys):
     res = run_main(*tests, "--record", str(rec), "--no-boot", "--fresh")
     assert res == 1 and "--fresh with --no-boot" in capsys.readouterr().err
     assert len(json.loads((stores(rec)[0] / "tests.json").read_text())) == 1
+
+
+def test_no_boot_does_not_probe_kvm(pipeline, tmp_path, capsys, monkeypatch):
+    """FORK_ACCEL=auto with no probe on record would boot a KVM guest to
+    probe: under --no-boot that is a one-line error, and nothing boots."""
+    from forkkit.guest import accel
+    monkeypatch.setenv("FORK_ACCEL", "auto")
+    kernels = Path(os.environ["FORK_WORKDIR"], "kernels")
+    kernels.mkdir(parents=True)
+    (kernels / ("0" * 64 + ".bzImage")).write_bytes(b"k")
+    # whatever /dev/kvm is here, the probe boots with what it is given
+    monkeypatch.setattr(accel, "probe", lambda kernel, boot: boot(kernel, "echo", timeout=1))
+    res = run_main("generic/001", "--no-boot")
+    err = capsys.readouterr().err
+    assert res == 1 and "FORK_ACCEL=auto has not probed KVM" in err and "Traceback" not in err
+    assert pipeline["boots"] == []
+    assert not Path(os.environ["FORK_WORKDIR"], "accel").exists()
 
 
 def test_a_recorded_boot_stays_as_the_record_has_it(pipeline, tmp_path):

@@ -612,8 +612,8 @@ def d_fstests_summary(root, ctx, ver, name):
             # a boot's e2fsck output is named by its place in the work
             # directory of the machine that ran it: nothing a reader of the
             # letter can open, so the letter leaves it out
-            out.append("- %s: %s" % (key, re.sub(r" \(fstests/kernels/[^()\s]*\)", "",
-                                                 facts[key])))
+            out.append("- %s: %s" % (key, re.sub(r" \((?:\S*/)?fstests/kernels/[^()\s]*\)",
+                                                 "", facts[key])))
     if "reproduce" in facts:
         out.append("- reproduce: %s" % facts["reproduce"])
     # a mail's 72 columns (a long path stays whole)

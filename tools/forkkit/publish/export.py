@@ -524,14 +524,16 @@ def base_text(info, base):
 
 def changelog_problem(n, text):
     """What is wrong with the text of the changelog of v<n>, or None.  It
-    is the list of changes alone: export writes its "Changes in v<n>:"
-    line above it, so a heading of its own would come out twice."""
+    is the list of changes alone, one `- ...` item per change: export
+    writes its "Changes in v<n>:" line above it, so a heading of its own
+    would come out twice."""
     first = text.strip().splitlines()[0] if text.strip() else ""
     if not first:
-        return "is empty"
-    if re.match(r"(?i)changes\b.*\bv\d+\b.*:\s*$", first):
-        return ("starts with the heading %r: export writes \"Changes in v%d:\" itself; "
-                "delete that line" % (first, n))
+        return "is empty: write one `- ...` line per change"
+    if not re.match(r"[-*] \S", first):
+        return ("starts with %r, not a `- ...` item: export writes \"Changes in v%d:\" "
+                "itself; delete any heading of your own and begin with the first change"
+                % (first, n))
     return None
 
 
@@ -674,10 +676,10 @@ def uses_bench(path):
 
 
 def recorded_images():
-    """{(flavour, image sha256): {tree}} of every row of the committed check
-    tables (records/checks/): which trees the kit built into which kernel
-    image.  Its builds are reproducible, so an image is the build of those
-    trees under that flavour's config."""
+    """{(flavour, image sha256): {tree}} of every row of the check tables in
+    records/checks/ (all series and heads): which trees the kit built into
+    which kernel image.  Its builds are reproducible, so an image is the
+    build of those trees under that flavour's config."""
     out = {}
     for path in sorted(glob.glob(os.path.join(repo_root(), "records", "checks", "*", "*",
                                               "*.json"))):
@@ -753,8 +755,8 @@ def check_measured(path, base, commits):
                 same = same_images(what) if pid is None else None
                 if same:
                     notes.append("%s was measured on kernel images identical to this series' "
-                                 "builds of %s and its parent (sha256 %s and %s, as its check "
-                                 "tables record them)" % (name, same[:12], what["image"][:12],
+                                 "builds of %s and its parent (sha256 %s and %s, as the check "
+                                 "tables in records/checks/ record them)" % (name, same[:12], what["image"][:12],
                                                           what["parent_image"][:12]))
                 elif pid is None:
                     notes.append("%s could not be checked against this series here (its "

@@ -53,6 +53,13 @@ def split_args(words):
     return revs, tests
 
 
+def no_probe(*args, **kwargs):
+    """The boot FORK_ACCEL=auto's probe would take, under --no-boot."""
+    raise ForkError("FORK_ACCEL=auto has not probed KVM with this QEMU and host kernel, and "
+                    "--no-boot boots nothing: set FORK_ACCEL=tcg or kvm to name the results "
+                    "to report")
+
+
 def repeat_command(args, revs, tests, group):
     parts = ["tools/fork", "fstests"] + list(revs)
     if args.series != PRIMARY:
@@ -116,12 +123,13 @@ def run_fstests(args):
     series = Series(args.series)
     revs = list(revs) + [series.distro_branch, series.head_branch][len(revs):]
     commits = [rev_parse(r) for r in revs]
-    qemu_binary()
-    for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
-        which(prog_name, "e2fsprogs")
-    which("qemu-img", "qemu-utils")
-    # a LAVA runner this machine cannot use is refused before the builds
-    runners.check_ready(runner)
+    if not no_boot:     # a report of recorded results needs neither
+        qemu_binary()
+        for prog_name in ("debugfs", "dumpe2fs", "e2fsck", "mke2fs"):
+            which(prog_name, "e2fsprogs")
+        which("qemu-img", "qemu-utils")
+        # a LAVA runner this machine cannot use is refused before the builds
+        runners.check_ready(runner)
     exclude = fstests.parse_exclude()
     log = new_log("fstests-root")
     root = fsroot.ensure_root(prog, log)
@@ -137,7 +145,7 @@ def run_fstests(args):
     # The series builds (build lock) while the base kernel boots (a guest slot).
     images = {"base": build(revs[0], "fstests", do_patchcheck=False, prog=prog)}
     # KVM where the machine's probe showed it works, else TCG (guest/accel.py)
-    guest_accel = accel.choose_once(kernels_dir(), run_guest, prog)
+    guest_accel = accel.choose_once(kernels_dir(), no_probe if no_boot else run_guest, prog)
     later = Background(lambda: build(revs[1], "fstests", do_patchcheck=False, prog=prog))
     profile = fstests.make_profile(getattr(args, "block_size", None))
     profile_key = fstests.profile_key(profile)
@@ -287,8 +295,12 @@ def run_fstests(args):
             "%s (%s)" % (r["test"], r["series_message"][:80]) for r in new)))
         return 1
     if pending:
-        prog.say("incomplete: %d tests have not run on both kernels yet; run the same command "
-                 "%s to continue" % (len(pending), "without --no-boot" if no_boot else "again"))
+        prog.say("incomplete: %d tests have not run on both kernels yet%s; run the same command "
+                 "%s to continue" % (
+                     len(pending),
+                     " (in the stores of %s guests through %s: FORK_ACCEL and --runner name "
+                     "others)" % (guest_accel.upper(), runner) if no_boot else "",
+                     "without --no-boot" if no_boot else "again"))
         return 3
     prog.say("no new failures")
     return 0
