@@ -1135,15 +1135,22 @@ def test_root_cache_is_shared_by_clones(monkeypatch, tmp_path):
 
 # --------------------------------------------- --record: a run across machines
 
-def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
-    """A run stops at the time limit; the next one runs on a machine
-    without work/ and asks each kernel only for what the record lacks."""
+def stopped_record(pipeline, tmp_path):
+    """(record directory, tests) of a run of three tests that the time
+    limit stopped after the first on each kernel, --record kept."""
     rec = tmp_path / "records" / "fstests" / "7.3"
     tests = ["generic/001", "generic/002", "generic/013"]
     pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
                             "series-7.3.bzImage": {"generic/002": "notrun"}}
     pipeline["stop_after"] = 1
     assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 3
+    return rec, tests
+
+
+def test_record_resumes_on_a_fresh_machine(pipeline, tmp_path, capsys):
+    """A run stops at the time limit; the next one runs on a machine
+    without work/ and asks each kernel only for what the record lacks."""
+    rec, tests = stopped_record(pipeline, tmp_path)
     names = [p.name for p in stores(rec)]
     assert len(names) == 2
     for name in names:
@@ -1215,12 +1222,7 @@ def test_no_boot_reports_what_the_record_holds(pipeline, tmp_path, capsys):
     """--no-boot writes the report of the recorded results, pending tests
     and all, without a boot; its reproduce line is the command that runs
     them.  With --fresh it would only forget: refused."""
-    rec = tmp_path / "records" / "fstests" / "7.3"
-    tests = ["generic/001", "generic/002", "generic/013"]
-    pipeline["outcomes"] = {"distro-7.3.bzImage": {"generic/002": "notrun"},
-                            "series-7.3.bzImage": {"generic/002": "notrun"}}
-    pipeline["stop_after"] = 1
-    assert run_main(*tests, "--time-limit", "600", "--record", str(rec)) == 3
+    rec, tests = stopped_record(pipeline, tmp_path)
     shutil.rmtree(os.environ["FORK_WORKDIR"])          # on another machine
     boots = len(pipeline["boots"])
     md = tmp_path / "report.md"
