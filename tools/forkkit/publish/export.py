@@ -6,7 +6,6 @@ versions."""
 
 import email.charset
 import email.header
-import glob
 import json
 import mailbox
 import os
@@ -680,16 +679,10 @@ def recorded_images():
     records/checks/ (all series and heads): which trees the kit built into
     which kernel image.  Its builds are reproducible, so an image is the
     build of those trees under that flavour's config."""
-    out = {}
-    for path in sorted(glob.glob(os.path.join(repo_root(), "records", "checks", "*", "*",
-                                              "*.json"))):
-        try:
-            with open(path) as fh:
-                rows = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        for row in rows if isinstance(rows, list) else []:
-            if isinstance(row, dict) and row.get("tree") and row.get("image_sha256"):
+    root, out = repo_root(), {}
+    for _, rel_path in checkrecords.record_files(root):
+        for row in checkrecords.read_rows(root, rel_path):
+            if row.get("tree") and row.get("image_sha256"):
                 out.setdefault((row.get("flavour"), row["image_sha256"]), set()).add(row["tree"])
     return out
 
@@ -756,8 +749,9 @@ def check_measured(path, base, commits):
                 if same:
                     notes.append("%s was measured on kernel images identical to this series' "
                                  "builds of %s and its parent (sha256 %s and %s, as the check "
-                                 "tables in records/checks/ record them)" % (name, same[:12], what["image"][:12],
-                                                          what["parent_image"][:12]))
+                                 "tables in records/checks/ record them)"
+                                 % (name, same[:12], what["image"][:12],
+                                    what["parent_image"][:12]))
                 elif pid is None:
                     notes.append("%s could not be checked against this series here (its "
                                  "record has no patch or tree id and this tree lacks commit "
